@@ -145,6 +145,7 @@ class Records:
     def __init__(self, title: str | None, *columns: Column, blocks: bool = False) -> None:
         self.title = title
         self.columns = columns
+        self.kinds = [COLUMN_KINDS[column.kind] for column in columns]
         self.rows: list[tuple[Any, ...]] = []
         self.caption: str | None = None
         self.blocks = blocks
@@ -157,34 +158,33 @@ class Records:
 
         if self.title:
             yield Text(self.title, style="table.title", no_wrap=True, overflow="ellipsis")
-        rows = [[_text(cell) for cell in row] for row in self.rows]
-        kinds = [COLUMN_KINDS[column.kind] for column in self.columns]
+        rows = self._cells()
         widths = None
         if not self.blocks:
-            natural, least = self._natural_and_least(kinds, rows)
+            natural, least = self._natural_and_least(rows)
             room = options.max_width - 3 * len(self.columns) - 1  # borders and padding
-            widths = column_widths(kinds, natural, least, room)
+            widths = column_widths(self.kinds, natural, least, room)
         if widths is None:
-            yield self._blocks(kinds, rows, options.max_width)
+            yield self._blocks(rows, options.max_width)
         else:
-            yield self._table(kinds, rows, widths)
+            yield self._table(rows, widths)
         if self.caption:
             yield Text(self.caption, style="table.caption", overflow="ellipsis")
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         from rich.measure import Measurement
 
-        kinds = [COLUMN_KINDS[column.kind] for column in self.columns]
-        natural, _ = self._natural_and_least(kinds, [[_text(c) for c in r] for r in self.rows])
+        natural, _ = self._natural_and_least(self._cells())
         widest = sum(natural) + 3 * len(self.columns) + 1
         return Measurement(min(widest, 20), widest).clamp(max_width=options.max_width)
 
-    def _natural_and_least(
-        self, kinds: Sequence[ColumnKind], rows: Sequence[Sequence[Text]]
-    ) -> tuple[list[int], list[int]]:
+    def _cells(self) -> list[list[Text]]:
+        return [[_text(cell) for cell in row] for row in self.rows]
+
+    def _natural_and_least(self, rows: Sequence[Sequence[Text]]) -> tuple[list[int], list[int]]:
         natural: list[int] = []
         least: list[int] = []
-        for index, (column, kind) in enumerate(zip(self.columns, kinds, strict=True)):
+        for index, (column, kind) in enumerate(zip(self.columns, self.kinds, strict=True)):
             cells = [row[index].cell_len for row in rows]
             header = len(column.header)
             widest = max([header, *cells])
@@ -200,13 +200,11 @@ class Records:
                 least.append(widest)
         return natural, least
 
-    def _table(
-        self, kinds: Sequence[ColumnKind], rows: Sequence[Sequence[Text]], widths: Sequence[int]
-    ) -> Table:
+    def _table(self, rows: Sequence[Sequence[Text]], widths: Sequence[int]) -> Table:
         from rich.table import Table
 
         table = Table(header_style="bold")
-        for column, kind, width in zip(self.columns, kinds, widths, strict=True):
+        for column, kind, width in zip(self.columns, self.kinds, widths, strict=True):
             table.add_column(
                 column.header,
                 width=width,
@@ -218,14 +216,12 @@ class Records:
             table.add_row(
                 *(
                     _fitted(cell, kind, width)
-                    for cell, kind, width in zip(row, kinds, widths, strict=True)
+                    for cell, kind, width in zip(row, self.kinds, widths, strict=True)
                 )
             )
         return table
 
-    def _blocks(
-        self, kinds: Sequence[ColumnKind], rows: Sequence[Sequence[Text]], width: int
-    ) -> Table:
+    def _blocks(self, rows: Sequence[Sequence[Text]], width: int) -> Table:
         from rich.table import Table
 
         keys = max((len(column.header) for column in self.columns), default=0) + 1
@@ -236,7 +232,7 @@ class Records:
         for number, row in enumerate(rows):
             if number:
                 grid.add_row("", "")
-            for column, kind, cell in zip(self.columns, kinds, row, strict=True):
+            for column, kind, cell in zip(self.columns, self.kinds, row, strict=True):
                 value = _fitted(cell, kind, room)
                 value.no_wrap = not kind.wraps
                 grid.add_row(f"{column.header}:", value)

@@ -1,14 +1,16 @@
 """The ASGI application: `create_app(settings)` builds a Starlette app over one ledger.
 
-Every route is one row of `operations()`, and one wrapper (`_endpoint`) does what is common so
-that no route can skip it: authenticate, check the role, read and validate the body within its
-limits, run the handler, turn a `LedgerError` into problem+json. Whether an agent holds a task
-is decided by the core inside the write, never by a separate read here, so it cannot race.
+Every route is declared on its handler (`@route`), and one wrapper (`_endpoint`) does what is
+common so that no route can skip it: authenticate, check the role, read and validate the body
+within its limits, run the handler, turn a `LedgerError` into problem+json. Whether an agent
+holds a task is decided by the core inside the write, never by a separate read here, so it
+cannot race.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import json
@@ -21,7 +23,7 @@ from typing import IO, Any, cast
 
 import attrs
 from aios_ledger.core import ClaimBatchRequest, ClaimRequest, LedgerError, TaskCreateCommand
-from aios_ledger.core.actors import AGENT, AUDITOR, OWNER, ROLES, VIA_HTTP, VIA_MCP, WITNESS, Actor
+from aios_ledger.core.actors import AGENT, AUDITOR, OWNER, ROLES, VIA_HTTP, VIA_MCP, WITNESS
 from aios_ledger.core.batches import structure_batch
 from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.projection import (
@@ -42,6 +44,7 @@ from aios_ledger.shell.api.openapi import (
     BodyValidators,
     Operation,
     Query,
+    Routes,
     build_document,
     task_body,
     task_routes,
@@ -50,13 +53,9 @@ from aios_ledger.shell.api.principals import presented_credential, request_princ
 from aios_ledger.shell.api.problems import problem_response, refusal_response
 from aios_ledger.shell.api.stream import EVENT_STREAM_TYPE, LAST_EVENT_ID, EventFeed, open_stream
 from aios_ledger.shell.api.tokens import Principal
-from aios_ledger.shell.auxiliary.service import (
-    auxiliary_run_events,
-    list_auxiliary_runs,
-    read_auxiliary_run,
-)
+from aios_ledger.shell.auxiliary import service as auxiliary
 from aios_ledger.shell.clock import read_clock
-from aios_ledger.shell.db.merkle import current_tree_head, prove_consistency, prove_integrated
+from aios_ledger.shell.db import merkle
 from aios_ledger.shell.log.export import export_log
 from aios_ledger.shell.log.verification import ledger_head, verify_log
 from aios_ledger.shell.projection.bindings import register_binding, registered_binding
@@ -74,10 +73,9 @@ from starlette.routing import Route
 LOG = logging.getLogger("aios_ledger.api")
 
 # Every role of the ledger's own users; a witness token takes only the checkpoint routes.
-ANY_ROLE = frozenset(ROLES) - {WITNESS}
-READERS = ANY_ROLE
+READERS = frozenset(ROLES) - {WITNESS}
 # The Merkle proofs: the ledger's roles and a witness, which checks consistency proofs.
-PROOF_READERS = ANY_ROLE | {WITNESS}
+PROOF_READERS = READERS | {WITNESS}
 AUDIT = frozenset({AUDITOR, OWNER})
 EXPORT_CHUNK = 64 * 1024
 EXPORT_SPOOL_BYTES = 8 * 1024 * 1024  # an export larger than this is spooled to disk
@@ -140,9 +138,84 @@ def _json(value: Any, status: int = 200) -> Response:
     )
 
 
-# -- handlers: tasks --------------------------------------------------------------------------
+def whole_number(text: str | None, name: str) -> int | None:
+    """A tree size or an event id from the path or the query; None when absent."""
+    if text is None:
+        return None
+    if not text.isascii() or not text.isdigit() or len(text) > 18:
+        raise LedgerError("FIELDS_INVALID", f"{name}: must be a whole number")
+    return int(text)
 
 
+# -- the routes, in the document's order ------------------------------------------------------
+
+route = Routes()
+AGENTS, OWNERS = frozenset({AGENT}), frozenset({OWNER})
+_OPERATION_IDS = {"submit": "submitResult"}
+_WHOLE = {"type": "integer", "minimum": 0}
+_TIME = {"type": "string", "format": "date-time"}
+_FILTER_TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
+_LIMIT = Query("limit", {"type": "integer", "minimum": 1})
+TASK_LIST_QUERY = (
+    Query("status", {"type": "string", "minLength": 1, "maxLength": 40}),
+    Query("agent", _FILTER_TEXT),
+    Query("capability", _FILTER_TEXT),
+    Query("repository", _FILTER_TEXT),
+    Query("created_from", _TIME),
+    Query("created_to", _TIME),
+    Query("updated_from", _TIME),
+    Query("updated_to", _TIME),
+    Query("search", _FILTER_TEXT),
+    Query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
+    Query("cursor", {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR}),
+)
+EVENT_STREAM_QUERY = (
+    Query("after", _WHOLE),
+    Query("task_id", {"type": "string", "minLength": 1, "maxLength": 200}),
+    Query("typed", {"type": "string", "enum": ["true", "false"]}),
+    Query("Last-Event-ID", {"type": "string", "pattern": "^[0-9]{1,18}$"}, location="header"),
+)
+AUXILIARY_RUNS_QUERY = (
+    Query("state", {"type": "string", "maxLength": 40}),
+    Query("session_id", {"type": "string", "maxLength": 200}),
+    Query("run_id", {"type": "string", "maxLength": 200}),
+    _LIMIT,
+)
+
+
+@route("GET /v1/health", None, "liveness")
+async def health(call: Call) -> Answer:
+    """Liveness: the process answers (its database may still refuse writes: see `ready`)."""
+    return Answer({"status": "ok"})
+
+
+@route("GET /v1/ready", None, "readiness: writes can be committed now")
+def ready(call: Call) -> Answer:
+    call.backend.ready_now()
+    return Answer({"status": "ready", "integration": call.backend.integration_now()})
+
+
+@route("GET /openapi.json", None, "this document")
+async def openapi(call: Call) -> Response:
+    document: bytes = call.request.app.state.openapi_bytes
+    return Response(document, media_type="application/json")
+
+
+@route("GET /metrics", AUDIT, "Prometheus metrics", media="text/plain")
+async def metrics(call: Call) -> Response:
+    metrics: ApiMetrics = call.request.app.state.metrics
+    metrics.waiting.set(call.backend.waiting_now())
+    text = await run_in_threadpool(generate_latest, metrics.registry)
+    return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+
+@route(
+    "POST /v1/tasks",
+    operation_roles("create"),
+    TASK_OPERATIONS["create"].summary,
+    body="TaskCreateBody",
+    success=(201,),
+)
 def create_tasks(call: Call) -> Answer:
     body = call.body
     if isinstance(body, list):
@@ -154,8 +227,13 @@ def create_tasks(call: Call) -> Answer:
     return Answer(answers, 201, wakes=True)
 
 
+@route(
+    "GET /v1/tasks",
+    READERS,
+    "a page of tasks, newest first, filtered; next_cursor pages on",
+    query=TASK_LIST_QUERY,
+)
 def list_tasks(call: Call) -> Answer:
-    """A page of tasks, newest first, filtered by `TASK_LIST_QUERY`, with the next cursor."""
     mapping: dict[str, object] = {
         query.name: call.query(query.name)
         for query in TASK_LIST_QUERY
@@ -168,21 +246,58 @@ def list_tasks(call: Call) -> Answer:
     return Answer(call.backend.read_now(lambda s: read_task_page(s.db, request, key)))
 
 
+@route("GET /v1/tasks/{task_id}", READERS, "one task")
 def get_task(call: Call) -> Answer:
-    task_id = call.path("task_id")
-    return Answer(call.backend.read_now(lambda s: s.tasks.get(task_id)))
+    return Answer(call.backend.read_now(lambda s: s.tasks.get(call.path("task_id"))))
 
 
+@route(
+    "GET /v1/events/stream",
+    READERS,
+    "the ledger's events as they are sealed (server-sent events)",
+    query=EVENT_STREAM_QUERY,
+    media=EVENT_STREAM_TYPE,
+)
+async def event_stream(call: Call) -> Response:
+    """`Last-Event-ID` wins over `?after=`, as a browser's EventSource reconnects to the URL it
+    opened and sends the last id in the header."""
+    header = call.request.headers.get(LAST_EVENT_ID) or None
+    if header is not None:
+        after = whole_number(header.strip(), "Last-Event-ID")
+    else:
+        after = whole_number(call.query("after"), "after")
+    typed = call.query("typed")
+    if typed not in (None, "true", "false"):
+        raise LedgerError("FIELDS_INVALID", "typed: must be true or false")
+    feed: EventFeed = call.request.app.state.event_feed
+    return await open_stream(
+        call.request,
+        call.backend,
+        feed,
+        roles=READERS,
+        after=after,
+        task_id=call.query("task_id"),
+        typed=typed != "false",
+    )
+
+
+@route("GET /v1/tasks/{task_id}/events", READERS, "its events")
 def task_events(call: Call) -> Answer:
-    task_id = call.path("task_id")
-    return Answer(call.backend.read_now(lambda s: s.tasks.events(task_id)))
+    return Answer(call.backend.read_now(lambda s: s.tasks.events(call.path("task_id"))))
 
 
+@route("GET /v1/tasks/{task_id}/history", READERS, "its timeline")
 def task_history(call: Call) -> Answer:
-    task_id = call.path("task_id")
-    return Answer(call.backend.read_now(lambda s: s.tasks.history(task_id)))
+    return Answer(call.backend.read_now(lambda s: s.tasks.history(call.path("task_id"))))
 
 
+@route(
+    "POST /v1/claims",
+    operation_roles("claim"),
+    TASK_OPERATIONS["claim"].summary,
+    body="ClaimBody",
+    success=(200, 204),
+)
 def claim(call: Call) -> Answer | Response | Later:
     """The claim's agent is the token's name (never the body's), held to the token's grant."""
     body = dict(call.body)
@@ -254,9 +369,23 @@ def task_write(row: TaskTransition) -> PlainHandler:
     return handle
 
 
-# -- handlers: bindings and projections -------------------------------------------------------
+route.operations.extend(
+    Operation(
+        "POST",
+        f"/v1/tasks/{{task_id}}/{row.route}",
+        _OPERATION_IDS.get(row.name, row.name),
+        operation_roles(row.name),
+        task_write(row),
+        row.summary,
+        body=task_body(row),
+    )
+    for row in task_routes()
+)
 
 
+@route(
+    "PUT /v1/bindings/{task_id}/{job_id}", OWNERS, "register a governed binding", body="BindingBody"
+)
 def put_binding(call: Call) -> Answer:
     task_id, job_id, body = call.path("task_id"), call.path("job_id"), call.body
     if body.get("task_id") != task_id or body.get("job_id") != job_id:
@@ -264,19 +393,32 @@ def put_binding(call: Call) -> Answer:
     return Answer(call.backend.write_now(lambda s: register_binding(s.db, body)))
 
 
+@route("GET /v1/bindings/{task_id}/{job_id}", READERS, "a registered binding")
 def get_binding(call: Call) -> Answer:
     task_id, job_id = call.path("task_id"), call.path("job_id")
     binding = call.backend.read_now(lambda s: registered_binding(s.db, task_id, job_id))
     return Answer(binding.public())
 
 
+@route(
+    "POST /v1/tasks/{task_id}/projection",
+    OWNERS,
+    "the initial execution projection",
+    body="ProjectionBody",
+)
 def project(call: Call) -> Answer:
     task_id = call.path("task_id")
     request = InitialExecutionProjectionRequest.from_mapping(call.body)
     return Answer(call.backend.write_now(lambda s: s.projections.project(task_id, request)))
 
 
-def project_from_source_capture(call: Call) -> Answer:
+@route(
+    "POST /v1/tasks/{task_id}/projection-from-source-capture",
+    OWNERS,
+    "recover a projection from a source capture",
+    body="ProjectionRecoveryBody",
+)
+def project_from_capture(call: Call) -> Answer:
     task_id = call.path("task_id")
     request = SourceCaptureProjectionRecoveryRequest.from_mapping(call.body)
     return Answer(
@@ -286,9 +428,9 @@ def project_from_source_capture(call: Call) -> Answer:
     )
 
 
-# -- handlers: runs and auxiliary runs --------------------------------------------------------
-
-
+@route(
+    "POST /v1/runs", AGENTS, "create a run in one's session", body="RunCreateBody", success=(201,)
+)
 def create_run(call: Call) -> Answer:
     """An agent's runs are those of its session, named as the agent: that is how the ledger
     knows whose a run is. The ledger's own run forms are RUN_ID_RESERVED."""
@@ -301,6 +443,13 @@ def create_run(call: Call) -> Answer:
     return Answer(run.public(), 201)
 
 
+@route(
+    "POST /v1/runs/{run_id}/events",
+    AGENTS,
+    "append to one's own run",
+    body="RunEventBody",
+    success=(201,),
+)
 def append_run_event(call: Call) -> Answer:
     run_id, body = call.path("run_id"), call.body
 
@@ -313,11 +462,17 @@ def append_run_event(call: Call) -> Answer:
     return Answer(call.backend.write_now(append), 201)
 
 
+@route("GET /v1/runs/{run_id}", READERS, "a run")
 def get_run(call: Call) -> Answer:
-    run_id = call.path("run_id")
-    return Answer(call.backend.read_now(lambda s: s.runs.get_run(run_id).public()))
+    return Answer(call.backend.read_now(lambda s: s.runs.get_run(call.path("run_id")).public()))
 
 
+@route(
+    "GET /v1/runs/{run_id}/events",
+    READERS,
+    "a run's events",
+    query=(_LIMIT, Query("after", _WHOLE)),
+)
 def run_events(call: Call) -> Answer:
     """`?after=N` starts after the run's event N."""
     run_id = call.path("run_id")
@@ -332,12 +487,13 @@ def run_events(call: Call) -> Answer:
     return Answer(call.backend.read_now(read))
 
 
-def list_aux(call: Call) -> Answer:
+@route("GET /v1/auxiliary-runs", READERS, "auxiliary runs", query=AUXILIARY_RUNS_QUERY)
+def list_auxiliary_runs(call: Call) -> Answer:
     state, session, run = call.query("state"), call.query("session_id"), call.query("run_id")
     limit = call.query_int("limit", 100)
 
     def read(stores: Stores) -> list[Any]:
-        rows = list_auxiliary_runs(
+        rows = auxiliary.list_auxiliary_runs(
             stores.db, state=state, session_id=session, run_id=run, limit=limit
         )
         return [row.public() for row in rows]
@@ -345,56 +501,26 @@ def list_aux(call: Call) -> Answer:
     return Answer(call.backend.read_now(read))
 
 
-def get_aux(call: Call) -> Answer:
+@route("GET /v1/auxiliary-runs/{aux_id}", READERS, "an auxiliary run")
+def get_auxiliary_run(call: Call) -> Answer:
     aux_id = call.path("aux_id")
-    return Answer(call.backend.read_now(lambda s: read_auxiliary_run(s.db, aux_id).public()))
+    return Answer(
+        call.backend.read_now(lambda s: auxiliary.read_auxiliary_run(s.db, aux_id).public())
+    )
 
 
-def aux_events(call: Call) -> Answer:
+@route("GET /v1/auxiliary-runs/{aux_id}/events", READERS, "an auxiliary run's transitions")
+def auxiliary_run_events(call: Call) -> Answer:
     aux_id = call.path("aux_id")
 
     def read(stores: Stores) -> list[Any]:
-        read_auxiliary_run(stores.db, aux_id)  # RUN_NOT_FOUND for an unknown run
-        return auxiliary_run_events(stores.db, aux_id)
+        auxiliary.read_auxiliary_run(stores.db, aux_id)  # RUN_NOT_FOUND for an unknown run
+        return auxiliary.auxiliary_run_events(stores.db, aux_id)
 
     return Answer(call.backend.read_now(read))
 
 
-# -- handlers: the ledger as a whole ----------------------------------------------------------
-
-
-async def health(call: Call) -> Answer:
-    """Liveness: the process answers (its database may still refuse writes: see `ready`)."""
-    return Answer({"status": "ok"})
-
-
-def ready(call: Call) -> Answer:
-    """Readiness: a write can be committed now; else the refusal that says why (503)."""
-    call.backend.ready_now()
-    return Answer({"status": "ready", "integration": call.backend.integration_now()})
-
-
-async def openapi(call: Call) -> Response:
-    document: bytes = call.request.app.state.openapi_bytes
-    return Response(document, media_type="application/json")
-
-
-async def metrics(call: Call) -> Response:
-    metrics: ApiMetrics = call.request.app.state.metrics
-    metrics.waiting.set(call.backend.waiting_now())
-    text = await run_in_threadpool(generate_latest, metrics.registry)
-    return Response(text, media_type=CONTENT_TYPE_LATEST)
-
-
-def idle_reason(call: Call) -> Answer:
-    """Why a claim offering `capabilities` (comma-separated) finds nothing now."""
-    offered = [name for name in (call.query("capabilities") or "").split(",") if name]
-    assert call.principal is not None  # an agent's route
-    grant = call.principal.grant
-    reason = call.backend.read_now(lambda s: s.tasks.idle_reason(offered, grant=grant))
-    return Answer(reason.public())
-
-
+@route("GET /v1/whoami", READERS, "the token's name, roles and grant")
 def whoami(call: Call) -> Answer:
     """The token's name, roles and granted capabilities (None: no ceiling)."""
     principal = call.principal
@@ -404,6 +530,22 @@ def whoami(call: Call) -> Answer:
     return Answer({"name": principal.name, "roles": roles, "capabilities": grant})
 
 
+@route(
+    "GET /v1/claims/idle",
+    AGENTS,
+    "why a claim offering these capabilities finds nothing now",
+    query=(Query("capabilities", {"type": "string", "maxLength": 4000}),),
+)
+def idle_reason(call: Call) -> Answer:
+    """Why a claim offering `capabilities` (comma-separated) finds nothing now."""
+    offered = [name for name in (call.query("capabilities") or "").split(",") if name]
+    assert call.principal is not None  # an agent's route
+    grant = call.principal.grant
+    reason = call.backend.read_now(lambda s: s.tasks.idle_reason(offered, grant=grant))
+    return Answer(reason.public())
+
+
+@route("GET /v1/status", READERS, "the status report")
 def status(call: Call) -> Answer:
     clock = call.backend.settings.clock
 
@@ -414,53 +556,19 @@ def status(call: Call) -> Answer:
     return Answer({**call.backend.read_now(read), "integration": call.backend.integration_now()})
 
 
+@route("GET /v1/spend", READERS, "what tasks spent, by task, agent, repository and UTC day")
 def spend(call: Call) -> Answer:
     """The spend report alone (`status` holds it too), up to MAX_SPEND_ROWS rows a table."""
     read = functools.partial(read_spend, limit=MAX_SPEND_ROWS)
     return Answer(call.backend.read_now(lambda s: s.db.read(read)))
 
 
+@route("GET /v1/log/head", READERS, "the log's head")
 def log_head(call: Call) -> Answer:
     return Answer(call.backend.read_now(lambda s: ledger_head(s.db).public()))
 
 
-def whole_number(text: str | None, name: str) -> int | None:
-    """A tree size or an event id from the path or the query; None when absent."""
-    if text is None:
-        return None
-    if not text.isascii() or not text.isdigit() or len(text) > 18:
-        raise LedgerError("FIELDS_INVALID", f"{name}: must be a whole number")
-    return int(text)
-
-
-def prove_event(call: Call) -> Answer:
-    """The event's inclusion proof in the tree of `size` leaves (default: the tree now)."""
-    event_id = whole_number(call.path("event_id"), "event_id")
-    size = whole_number(call.query("size"), "size")
-    assert event_id is not None
-    # A committed event not integrated yet gets one pass now, never a wait: then
-    # EVENT_NOT_INTEGRATED with Retry-After.
-    integrator = call.backend.integrator
-
-    def prove(stores: Stores) -> Any:
-        return prove_integrated(stores.db, event_id, size, integrator=integrator).public()
-
-    return Answer(call.backend.read_now(prove))
-
-
-def prove_trees(call: Call) -> Answer:
-    """The consistency proof from the tree of `old` leaves to the tree of `new` (default: now)."""
-    old = whole_number(call.query("old"), "old")
-    if old is None:
-        raise LedgerError("FIELDS_INVALID", "old: the older tree's size is required")
-    new = whole_number(call.query("new"), "new")
-    return Answer(call.backend.read_now(lambda s: prove_consistency(s.db, old, new).public()))
-
-
-def merkle_head(call: Call) -> Answer:
-    return Answer(call.backend.read_now(lambda s: current_tree_head(s.db).public()))
-
-
+@route("GET /v1/log/verify", AUDIT, "verify the log")
 def log_verify(call: Call) -> Answer:
     settings = call.backend.settings
     keys = tuple(VerifierKey.parse(key) for key in settings.checkpoint_keys)
@@ -472,6 +580,50 @@ def log_verify(call: Call) -> Answer:
     )
 
 
+@route("GET /v1/proofs/tree-head", PROOF_READERS, "the Merkle log's tree head: size and root")
+def merkle_tree_head(call: Call) -> Answer:
+    return Answer(call.backend.read_now(lambda s: merkle.current_tree_head(s.db).public()))
+
+
+@route(
+    "GET /v1/proofs/inclusion/{event_id}",
+    PROOF_READERS,
+    "an event's RFC 9162 inclusion proof",
+    query=(Query("size", _WHOLE),),
+)
+def prove_inclusion(call: Call) -> Answer:
+    """The event's inclusion proof in the tree of `size` leaves (default: the tree now)."""
+    event_id = whole_number(call.path("event_id"), "event_id")
+    size = whole_number(call.query("size"), "size")
+    assert event_id is not None
+    # A committed event not integrated yet gets one pass now, never a wait: then
+    # EVENT_NOT_INTEGRATED with Retry-After.
+    integrator = call.backend.integrator
+
+    def prove(stores: Stores) -> Any:
+        return merkle.prove_integrated(stores.db, event_id, size, integrator=integrator).public()
+
+    return Answer(call.backend.read_now(prove))
+
+
+@route(
+    "GET /v1/proofs/consistency",
+    PROOF_READERS,
+    "an RFC 9162 consistency proof between two tree sizes",
+    query=(Query("old", _WHOLE), Query("new", _WHOLE)),
+)
+def prove_consistency(call: Call) -> Answer:
+    """The consistency proof from the tree of `old` leaves to the tree of `new` (default: now)."""
+    old = whole_number(call.query("old"), "old")
+    if old is None:
+        raise LedgerError("FIELDS_INVALID", "old: the older tree's size is required")
+    new = whole_number(call.query("new"), "new")
+    return Answer(
+        call.backend.read_now(lambda s: merkle.prove_consistency(s.db, old, new).public())
+    )
+
+
+@route("GET /v1/log/export", AUDIT, "the log as NDJSON", media="application/x-ndjson")
 async def log_export(call: Call) -> Response:
     """Written in one read transaction to a spooled file, then streamed."""
 
@@ -502,253 +654,8 @@ async def log_export(call: Call) -> Response:
     return StreamingResponse(chunks(), media_type="application/x-ndjson")
 
 
-async def event_stream(call: Call) -> Response:
-    """The ledger's events as server-sent events. `Last-Event-ID` wins over `?after=`, as a
-    browser's EventSource reconnects to the URL it opened and sends the last id in the header."""
-    header = call.request.headers.get(LAST_EVENT_ID) or None
-    if header is not None:
-        after = whole_number(header.strip(), "Last-Event-ID")
-    else:
-        after = whole_number(call.query("after"), "after")
-    typed = call.query("typed")
-    if typed not in (None, "true", "false"):
-        raise LedgerError("FIELDS_INVALID", "typed: must be true or false")
-    feed: EventFeed = call.request.app.state.event_feed
-    return await open_stream(
-        call.request,
-        call.backend,
-        feed,
-        roles=READERS,
-        after=after,
-        task_id=call.query("task_id"),
-        typed=typed != "false",
-    )
-
-
-# -- the route table --------------------------------------------------------------------------
-
-_OPERATION_IDS = {"submit": "submitResult"}
-_TASK_STATUS = Query("status", {"type": "string", "minLength": 1, "maxLength": 40})
-_LIMIT = Query("limit", {"type": "integer", "minimum": 1})
-_WHOLE = {"type": "integer", "minimum": 0}
-_TIME = {"type": "string", "format": "date-time"}
-_FILTER_TEXT = {"type": "string", "minLength": 1, "maxLength": 200}
-TASK_LIST_QUERY = (
-    _TASK_STATUS,
-    Query("agent", _FILTER_TEXT),
-    Query("capability", _FILTER_TEXT),
-    Query("repository", _FILTER_TEXT),
-    Query("created_from", _TIME),
-    Query("created_to", _TIME),
-    Query("updated_from", _TIME),
-    Query("updated_to", _TIME),
-    Query("search", _FILTER_TEXT),
-    Query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}),
-    Query("cursor", {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR}),
-)
-_CAPABILITIES = Query("capabilities", {"type": "string", "maxLength": 4000})
-
-
-def _read(
-    path: str,
-    operation_id: str,
-    handler: Callable[..., Any],
-    summary: str,
-    roles: frozenset[str] | None = READERS,
-    **options: Any,
-) -> Operation:
-    return Operation("GET", path, operation_id, roles, handler, summary, **options)
-
-
 def operations() -> tuple[Operation, ...]:
-    agent, owner = frozenset({AGENT}), frozenset({OWNER})
-    o, read = Operation, _read
-    return (
-        read("/v1/health", "health", health, "liveness", roles=None),
-        read("/v1/ready", "ready", ready, "readiness: writes can be committed now", roles=None),
-        read("/openapi.json", "openapi", openapi, "this document", roles=None),
-        read("/metrics", "metrics", metrics, "Prometheus metrics", AUDIT, media="text/plain"),
-        o(
-            "POST",
-            "/v1/tasks",
-            "createTasks",
-            operation_roles("create"),
-            create_tasks,
-            TASK_OPERATIONS["create"].summary,
-            body="TaskCreateBody",
-            success=(201,),
-        ),
-        read(
-            "/v1/tasks",
-            "listTasks",
-            list_tasks,
-            "a page of tasks, newest first, filtered; next_cursor pages on",
-            query=TASK_LIST_QUERY,
-        ),
-        read("/v1/tasks/{task_id}", "getTask", get_task, "one task"),
-        read(
-            "/v1/events/stream",
-            "eventStream",
-            event_stream,
-            "the ledger's events as they are sealed (server-sent events)",
-            query=(
-                Query("after", _WHOLE),
-                Query("task_id", {"type": "string", "minLength": 1, "maxLength": 200}),
-                Query("typed", {"type": "string", "enum": ["true", "false"]}),
-                Query(
-                    "Last-Event-ID",
-                    {"type": "string", "pattern": "^[0-9]{1,18}$"},
-                    location="header",
-                ),
-            ),
-            media=EVENT_STREAM_TYPE,
-        ),
-        read("/v1/tasks/{task_id}/events", "taskEvents", task_events, "its events"),
-        read("/v1/tasks/{task_id}/history", "taskHistory", task_history, "its timeline"),
-        o(
-            "POST",
-            "/v1/claims",
-            "claim",
-            operation_roles("claim"),
-            claim,
-            TASK_OPERATIONS["claim"].summary,
-            body="ClaimBody",
-            success=(200, 204),
-        ),
-        *(
-            o(
-                "POST",
-                f"/v1/tasks/{{task_id}}/{row.route}",
-                _OPERATION_IDS.get(row.name, row.name),
-                operation_roles(row.name),
-                task_write(row),
-                row.summary,
-                body=task_body(row),
-            )
-            for row in task_routes()
-        ),
-        o(
-            "PUT",
-            "/v1/bindings/{task_id}/{job_id}",
-            "putBinding",
-            owner,
-            put_binding,
-            "register a governed binding",
-            body="BindingBody",
-        ),
-        read("/v1/bindings/{task_id}/{job_id}", "getBinding", get_binding, "a registered binding"),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/projection",
-            "project",
-            owner,
-            project,
-            "the initial execution projection",
-            body="ProjectionBody",
-        ),
-        o(
-            "POST",
-            "/v1/tasks/{task_id}/projection-from-source-capture",
-            "projectFromCapture",
-            owner,
-            project_from_source_capture,
-            "recover a projection from a source capture",
-            body="ProjectionRecoveryBody",
-        ),
-        o(
-            "POST",
-            "/v1/runs",
-            "createRun",
-            agent,
-            create_run,
-            "create a run in one's session",
-            body="RunCreateBody",
-            success=(201,),
-        ),
-        o(
-            "POST",
-            "/v1/runs/{run_id}/events",
-            "appendRunEvent",
-            agent,
-            append_run_event,
-            "append to one's own run",
-            body="RunEventBody",
-            success=(201,),
-        ),
-        read("/v1/runs/{run_id}", "getRun", get_run, "a run"),
-        read(
-            "/v1/runs/{run_id}/events",
-            "runEvents",
-            run_events,
-            "a run's events",
-            query=(_LIMIT, Query("after", _WHOLE)),
-        ),
-        read(
-            "/v1/auxiliary-runs",
-            "listAuxiliaryRuns",
-            list_aux,
-            "auxiliary runs",
-            query=(
-                Query("state", {"type": "string", "maxLength": 40}),
-                Query("session_id", {"type": "string", "maxLength": 200}),
-                Query("run_id", {"type": "string", "maxLength": 200}),
-                _LIMIT,
-            ),
-        ),
-        read("/v1/auxiliary-runs/{aux_id}", "getAuxiliaryRun", get_aux, "an auxiliary run"),
-        read(
-            "/v1/auxiliary-runs/{aux_id}/events",
-            "auxiliaryRunEvents",
-            aux_events,
-            "an auxiliary run's transitions",
-        ),
-        read("/v1/whoami", "whoami", whoami, "the token's name, roles and grant"),
-        read(
-            "/v1/claims/idle",
-            "idleReason",
-            idle_reason,
-            "why a claim offering these capabilities finds nothing now",
-            agent,
-            query=(_CAPABILITIES,),
-        ),
-        read("/v1/status", "status", status, "the status report"),
-        read(
-            "/v1/spend", "spend", spend, "what tasks spent, by task, agent, repository and UTC day"
-        ),
-        read("/v1/log/head", "logHead", log_head, "the log's head"),
-        read("/v1/log/verify", "logVerify", log_verify, "verify the log", AUDIT),
-        read(
-            "/v1/proofs/tree-head",
-            "merkleTreeHead",
-            merkle_head,
-            "the Merkle log's tree head: size and root",
-            PROOF_READERS,
-        ),
-        read(
-            "/v1/proofs/inclusion/{event_id}",
-            "proveInclusion",
-            prove_event,
-            "an event's RFC 9162 inclusion proof",
-            PROOF_READERS,
-            query=(Query("size", _WHOLE),),
-        ),
-        read(
-            "/v1/proofs/consistency",
-            "proveConsistency",
-            prove_trees,
-            "an RFC 9162 consistency proof between two tree sizes",
-            PROOF_READERS,
-            query=(Query("old", _WHOLE), Query("new", _WHOLE)),
-        ),
-        read(
-            "/v1/log/export",
-            "logExport",
-            log_export,
-            "the log as NDJSON",
-            AUDIT,
-            media="application/x-ndjson",
-        ),
-    )
+    return tuple(route.operations)
 
 
 # -- the common part of every route ---------------------------------------------------------
@@ -788,11 +695,15 @@ def _needs_role(operation: Operation, principal: Principal) -> str:
     )
 
 
-def _actor_of(request: Request, principal: Principal) -> Actor:
-    """Who a request's writes name; a caller that claims to come through the MCP adapter gains
-    nothing by it, since a token proves who, not how."""
+def _acting(
+    request: Request, principal: Principal | None
+) -> contextlib.AbstractContextManager[object]:
+    """Who a request's writes name, if it took a token; a caller that claims to come through the
+    MCP adapter gains nothing by it, since a token proves who, not how."""
+    if principal is None:
+        return contextlib.nullcontext()
     via = VIA_MCP if request.headers.get(VIA_HEADER) == VIA_MCP else VIA_HTTP
-    return token_actor(principal.name, principal.roles, via)
+    return acting_as(token_actor(principal.name, principal.roles, via))
 
 
 def _endpoint(
@@ -839,9 +750,7 @@ def _endpoint(
         call = Call(request, principal, body, backend)
         if not plain:
             return call
-        if principal is None:
-            return operation.handler(call)
-        with acting_as(_actor_of(request, principal)):
+        with _acting(request, principal):
             return operation.handler(call)
 
     async def run(request: Request) -> Response:
@@ -864,11 +773,8 @@ def _endpoint(
         else:
             outcome = Call(request, None, None, backend)
         if isinstance(outcome, Call):
-            if outcome.principal is None:
+            with _acting(request, outcome.principal):
                 outcome = await operation.handler(outcome)
-            else:
-                with acting_as(_actor_of(request, outcome.principal)):
-                    outcome = await operation.handler(outcome)
         elif isinstance(outcome, Later):
             outcome = await outcome.wait()
         if isinstance(outcome, Answer):

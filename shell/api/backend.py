@@ -39,22 +39,14 @@ LOG = logging.getLogger("aios_ledger.api")
 DEFAULT_LISTEN = "127.0.0.1:18892"
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_WAITING_PER_TOKEN = 8
-DEFAULT_READ_CONNECTIONS = 4
-DEFAULT_GROUP_COMMIT = 64
 DEFAULT_RECHECK_SECONDS = 2.0
 # The channels of `work_arrived` and of `events_written`, and how often their listeners (and
 # the announcer of events written) look up to see the server closing.
 WORK_CHANNEL = "work"
 EVENTS_CHANNEL = "events"
 LISTEN_TICK_SECONDS = 0.5
-# The event stream's head poll, keep-alive comment, send timeout and longest life.
 DEFAULT_STREAM_POLL_SECONDS = 0.5
 DEFAULT_STREAM_KEEPALIVE_SECONDS = 15.0
-DEFAULT_STREAM_SEND_TIMEOUT = 30.0
-DEFAULT_STREAM_MAX_SECONDS = 3600.0
-# How often the background integrator looks for committed events when the last pass caught up:
-# the integration lag's floor when writes are sparse.
-DEFAULT_INTEGRATE_SECONDS = 0.05
 INTEGRATE_JOIN_SECONDS = 30.0
 # `serve`'s connection guards (`connections.py`); NaN and infinity are no bound.
 DEFAULT_HEADER_TIMEOUT = 10.0
@@ -77,21 +69,23 @@ class ApiSettings:
     migrate: bool = True
     max_body: int = DEFAULT_MAX_BODY
     max_waiting_per_token: int = DEFAULT_MAX_WAITING_PER_TOKEN
-    read_connections: int = DEFAULT_READ_CONNECTIONS
+    read_connections: int = 4
     body_timeout: float = 30.0
     recheck_seconds: float = DEFAULT_RECHECK_SECONDS
     clock: Clock = system_clock
-    group_commit: int = DEFAULT_GROUP_COMMIT
+    group_commit: int = 64
     # The witnesses whose cosignatures `POST /v1/checkpoint/cosignatures` accepts.
     witness_keys: tuple[str, ...] = ()
     # The verifier keys `GET /v1/log/verify` holds stored checkpoints to.
     checkpoint_keys: tuple[str, ...] = ()
+    # The event stream's head poll, keep-alive comment, send timeout and longest life.
     stream_poll_seconds: float = DEFAULT_STREAM_POLL_SECONDS
     stream_keepalive_seconds: float = DEFAULT_STREAM_KEEPALIVE_SECONDS
-    stream_send_timeout: float = DEFAULT_STREAM_SEND_TIMEOUT
-    stream_max_seconds: float = DEFAULT_STREAM_MAX_SECONDS
-    # The background integrator's pause when a pass found nothing more waiting (PostgreSQL).
-    integrate_seconds: float = DEFAULT_INTEGRATE_SECONDS
+    stream_send_timeout: float = 30.0
+    stream_max_seconds: float = 3600.0
+    # The background integrator's pause when a pass found nothing more waiting (PostgreSQL): the
+    # integration lag's floor when writes are sparse.
+    integrate_seconds: float = 0.05
 
 
 class Stores:
@@ -386,7 +380,8 @@ class Backend:
             self._signal = asyncio.Event()
             self._signal_loop = asyncio.get_running_loop()
         if self._listening is None:
-            self._listening = threading.Thread(target=self._listen, daemon=True)
+            work = (WORK_CHANNEL, self._wake_from_thread)
+            self._listening = threading.Thread(target=self._hear, args=work, daemon=True)
             self._listening.start()
         return self._signal
 
@@ -411,9 +406,6 @@ class Backend:
         if self._signal is not None:
             self._signal.set()
             self._signal = None
-
-    def _listen(self) -> None:
-        self._hear(WORK_CHANNEL, self._wake_from_thread)
 
     def _hear(self, channel: str, heard: Callable[[], None]) -> None:
         """Call `heard` on each notification of `channel`, and once on listening for what was

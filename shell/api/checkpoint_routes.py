@@ -9,7 +9,7 @@ from aios_ledger.core import LedgerError
 from aios_ledger.core.actors import OWNER, ROLES, WITNESS
 from aios_ledger.core.proofs import VerifierKey
 from aios_ledger.shell.api.app import Answer, Call
-from aios_ledger.shell.api.openapi import Operation, Query
+from aios_ledger.shell.api.openapi import Operation, Query, Routes
 from aios_ledger.shell.clock import read_clock
 from aios_ledger.shell.proofs.checkpoints import add_cosignatures, latest_checkpoint
 from starlette.responses import Response
@@ -17,6 +17,7 @@ from starlette.responses import Response
 CHECKPOINT_READERS = frozenset(ROLES)
 COSIGNERS = frozenset({WITNESS, OWNER})
 NOTE_MEDIA = "text/plain; charset=utf-8"
+route = Routes()
 
 
 def _size(call: Call) -> int | None:
@@ -28,6 +29,13 @@ def _size(call: Call) -> int | None:
     return size
 
 
+@route(
+    "GET /v1/checkpoint",
+    CHECKPOINT_READERS,
+    "the latest signed checkpoint (a C2SP signed note), with its cosignatures",
+    query=(Query("size", {"type": "integer", "minimum": 0}),),
+    media="text/plain",
+)
 def get_checkpoint(call: Call) -> Response:
     size = _size(call)
     served = call.backend.read_now(lambda stores: latest_checkpoint(stores.db, size))
@@ -38,7 +46,13 @@ def get_checkpoint(call: Call) -> Response:
     )
 
 
-def post_cosignature(call: Call) -> Answer:
+@route(
+    "POST /v1/checkpoint/cosignatures",
+    COSIGNERS,
+    "store a witness's cosignature/v1 of a checkpoint this ledger signed",
+    body="CosignatureBody",
+)
+def add_cosignature(call: Call) -> Answer:
     witnesses = tuple(VerifierKey.parse(key) for key in call.backend.settings.witness_keys)
     if not witnesses:
         raise LedgerError(
@@ -51,25 +65,4 @@ def post_cosignature(call: Call) -> Answer:
 
 
 def checkpoint_operations() -> tuple[Operation, ...]:
-    o = Operation
-    return (
-        o(
-            "GET",
-            "/v1/checkpoint",
-            "getCheckpoint",
-            CHECKPOINT_READERS,
-            get_checkpoint,
-            "the latest signed checkpoint (a C2SP signed note), with its cosignatures",
-            query=(Query("size", {"type": "integer", "minimum": 0}),),
-            media="text/plain",
-        ),
-        o(
-            "POST",
-            "/v1/checkpoint/cosignatures",
-            "addCosignature",
-            COSIGNERS,
-            post_cosignature,
-            "store a witness's cosignature/v1 of a checkpoint this ledger signed",
-            body="CosignatureBody",
-        ),
-    )
+    return tuple(route.operations)

@@ -18,21 +18,21 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from aios_ledger.core import LedgerError
-from aios_ledger.core.actors import AGENT, OWNER
-from aios_ledger.shell.api.app import READERS, Answer, Call
+from aios_ledger.shell.api.app import AGENTS, OWNERS, READERS, Answer, Call
 from aios_ledger.shell.api.backend import ApiSettings, Stores
-from aios_ledger.shell.api.openapi import Operation, Query
+from aios_ledger.shell.api.openapi import Operation, Query, Routes
 from aios_ledger.shell.attest.commits import why_commit
 from aios_ledger.shell.attest.keys import SigningKey, configured_key_path, load_signer
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import admitted_context, record_proposal
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, base_bundle
-from aios_ledger.shell.governed.writes import governed_write
+from aios_ledger.shell.governed import writes
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response, StreamingResponse
 
 T = TypeVar("T")
 LEASE_HEADER_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 200}
+route = Routes()
 
 
 def _on_own_connection(settings: ApiSettings, work: Callable[[Database], T]) -> T:
@@ -85,6 +85,15 @@ def admit_upload(call: Call) -> None:
         require_holder(call)
 
 
+@route(
+    "POST /v1/tasks/{task_id}/proposal",
+    AGENTS,
+    "upload the held attempt's git bundle as its proposal",
+    body="ProposalBody",
+    query=(Query(LEASE_TOKEN_HEADER, LEASE_HEADER_SCHEMA, location="header"),),
+    success=(200, 201),
+    guard=admit_upload,
+)
 async def upload_proposal(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
     header = call.request.headers.get(LEASE_TOKEN_HEADER)
@@ -116,7 +125,14 @@ BUNDLE_MEDIA = "application/octet-stream"
 BUNDLE_CHUNK = 256 * 1024
 
 
-async def workspace(call: Call) -> Response:
+@route(
+    "GET /v1/tasks/{task_id}/workspace",
+    AGENTS,
+    "a git bundle of the held task's base, to clone its workspace from",
+    query=(Query(LEASE_TOKEN_HEADER, LEASE_HEADER_SCHEMA, location="header", required=True),),
+    media=BUNDLE_MEDIA,
+)
+async def get_workspace(call: Call) -> Response:
     task_id = call.path("task_id")
     lease_token = call.request.headers.get(LEASE_TOKEN_HEADER)
     if not lease_token:
@@ -155,11 +171,18 @@ def write_task_branch(settings: ApiSettings, task_id: str, idempotency_key: str)
     request = {"task_id": task_id, "idempotency_key": idempotency_key}
     signing = _server_signing_key()
     return _on_own_connection(
-        settings, lambda db: governed_write(db, request, clock=settings.clock, attest_key=signing)
+        settings,
+        lambda db: writes.governed_write(db, request, clock=settings.clock, attest_key=signing),
     )
 
 
-async def write_branch(call: Call) -> Answer:
+@route(
+    "POST /v1/tasks/{task_id}/governed-write",
+    OWNERS,
+    "write a verified task's proposal to its bound branch",
+    body="GovernedWriteBody",
+)
+async def governed_write(call: Call) -> Answer:
     task_id, body = call.path("task_id"), call.body
     settings = call.backend.settings
     return Answer(
@@ -173,6 +196,12 @@ def _server_signing_key() -> SigningKey | None:
     return None if path is None else load_signer(path)
 
 
+@route(
+    "GET /v1/commits/{oid}",
+    READERS,
+    "from a commit back to its task, agent, evidence, review, write and attestation",
+    query=(Query("repo", {"type": "string", "minLength": 1, "maxLength": 200}),),
+)
 async def commit_why(call: Call) -> Answer:
     """`GET /v1/commits/{oid}`: what `aios-ledger why COMMIT` prints."""
     commit, repository = call.path("oid"), call.query("repo")
@@ -182,47 +211,4 @@ async def commit_why(call: Call) -> Answer:
 
 
 def governed_operations() -> tuple[Operation, ...]:
-    return (
-        Operation(
-            "POST",
-            "/v1/tasks/{task_id}/proposal",
-            "uploadProposal",
-            frozenset({AGENT}),
-            upload_proposal,
-            "upload the held attempt's git bundle as its proposal",
-            body="ProposalBody",
-            query=(Query(LEASE_TOKEN_HEADER, LEASE_HEADER_SCHEMA, location="header"),),
-            success=(200, 201),
-            guard=admit_upload,
-        ),
-        Operation(
-            "GET",
-            "/v1/tasks/{task_id}/workspace",
-            "getWorkspace",
-            frozenset({AGENT}),
-            workspace,
-            "a git bundle of the held task's base, to clone its workspace from",
-            query=(
-                Query(LEASE_TOKEN_HEADER, LEASE_HEADER_SCHEMA, location="header", required=True),
-            ),
-            media=BUNDLE_MEDIA,
-        ),
-        Operation(
-            "POST",
-            "/v1/tasks/{task_id}/governed-write",
-            "governedWrite",
-            frozenset({OWNER}),
-            write_branch,
-            "write a verified task's proposal to its bound branch",
-            body="GovernedWriteBody",
-        ),
-        Operation(
-            "GET",
-            "/v1/commits/{oid}",
-            "commitWhy",
-            READERS,
-            commit_why,
-            "from a commit back to its task, agent, evidence, review, write and attestation",
-            query=(Query("repo", {"type": "string", "minLength": 1, "maxLength": 200}),),
-        ),
-    )
+    return tuple(route.operations)

@@ -7,7 +7,7 @@ labelled with a token, a task id or a body; spend per task is `/v1/spend`'s.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -31,6 +31,20 @@ class _TaskCounts(Collector):
         yield family
 
 
+# The spend counters by agent and repository: the report's sum, the metric and its help.
+_SPEND_COUNTERS = (
+    ("input_tokens", "aios_ledger_spend_input_tokens", "Input tokens reported, by agent"),
+    ("output_tokens", "aios_ledger_spend_output_tokens", "Output tokens reported, by agent"),
+    ("reports", "aios_ledger_spend_reports", "Results that reported their usage"),
+    (
+        "over_budget",
+        "aios_ledger_over_budget_results",
+        "Results whose usage took their task past its budget",
+    ),
+)
+_SUMS = ("reports", "input_tokens", "output_tokens", "cost_micros", "over_budget")
+
+
 class _Spend(Collector):
     """The spend report as counters by agent and repository and gauges by day."""
 
@@ -40,36 +54,22 @@ class _Spend(Collector):
     def collect(self) -> Iterator[Metric]:
         report = self._read()
         where = ["agent", "repository"]
-        tokens_in = CounterMetricFamily(
-            "aios_ledger_spend_input_tokens", "Input tokens reported, by agent", labels=where
-        )
-        tokens_out = CounterMetricFamily(
-            "aios_ledger_spend_output_tokens", "Output tokens reported, by agent", labels=where
-        )
+        counters = [
+            (sum_name, CounterMetricFamily(name, text, labels=where))
+            for sum_name, name, text in _SPEND_COUNTERS
+        ]
         cost = CounterMetricFamily(
             "aios_ledger_spend_cost_micros",
             "Cost reported, in millionths of the currency's unit, by agent",
             labels=[*where, "currency"],
         )
-        reports = CounterMetricFamily(
-            "aios_ledger_spend_reports", "Results that reported their usage", labels=where
-        )
-        over = CounterMetricFamily(
-            "aios_ledger_over_budget_results",
-            "Results whose usage took their task past its budget",
-            labels=where,
-        )
-        by_agent = _by_agent_and_repository(report)
-        for (agent, repository, currency), sums in sorted(by_agent.items()):
-            labels = [agent, repository]
+        rows = report.get("by_agent_and_repository", ())
+        for (agent, repository, currency), sums in sorted(_summed(rows, "currency").items()):
             if currency:
-                cost.add_metric([*labels, currency], sums["cost_micros"])
-        for (agent, repository), sums in sorted(_tokens(by_agent).items()):
-            labels = [agent, repository]
-            tokens_in.add_metric(labels, sums["input_tokens"])
-            tokens_out.add_metric(labels, sums["output_tokens"])
-            reports.add_metric(labels, sums["reports"])
-            over.add_metric(labels, sums["over_budget"])
+                cost.add_metric([agent, repository, currency], sums["cost_micros"])
+        for labels, sums in sorted(_summed(rows).items()):
+            for sum_name, family in counters:
+                family.add_metric(list(labels), sums[sum_name])
         day_cost = GaugeMetricFamily(
             "aios_ledger_spend_day_cost_micros",
             "Cost reported on a UTC day, in millionths of the currency's unit",
@@ -91,33 +91,18 @@ class _Spend(Collector):
         for day, (spent_in, spent_out) in sorted(days.items()):
             day_tokens.add_metric([day, "input"], spent_in)
             day_tokens.add_metric([day, "output"], spent_out)
-        yield from (tokens_in, tokens_out, cost, reports, over, day_cost, day_tokens)
+        families = [family for _, family in counters]
+        yield from (*families[:2], cost, *families[2:], day_cost, day_tokens)
 
 
-_SUMS = ("reports", "input_tokens", "output_tokens", "cost_micros", "over_budget")
-
-
-def _by_agent_and_repository(
-    report: Mapping[str, Any],
-) -> dict[tuple[str, str, str], dict[str, int]]:
-    sums: dict[tuple[str, str, str], dict[str, int]] = {}
-    for row in report.get("by_agent_and_repository", ()):
-        key = (str(row["agent_id"] or ""), str(row["repository"] or ""), str(row["currency"] or ""))
+def _summed(rows: Iterable[Mapping[str, Any]], *by: str) -> dict[tuple[str, ...], dict[str, int]]:
+    """The sums of the rows of each agent and repository (and of each column `by`)."""
+    sums: dict[tuple[str, ...], dict[str, int]] = {}
+    for row in rows:
+        key = tuple(str(row[name] or "") for name in ("agent_id", "repository", *by))
         entry = sums.setdefault(key, dict.fromkeys(_SUMS, 0))
         for name in _SUMS:
             entry[name] += int(row[name])
-    return sums
-
-
-def _tokens(
-    by_currency: Mapping[tuple[str, str, str], Mapping[str, int]],
-) -> dict[tuple[str, str], dict[str, int]]:
-    """The sums of each (agent, repository) over its currencies (tokens have none)."""
-    sums: dict[tuple[str, str], dict[str, int]] = {}
-    for (agent, repository, _), entry in by_currency.items():
-        total = sums.setdefault((agent, repository), dict.fromkeys(_SUMS, 0))
-        for name in _SUMS:
-            total[name] += entry[name]
     return sums
 
 

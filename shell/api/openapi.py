@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import jsonschema
@@ -35,6 +35,7 @@ OPENAPI_VERSION = "3.1.0"
 MAX_WAIT_SECONDS = 60
 _REF_PREFIX = "#/$defs/"
 _COMPONENT_PREFIX = "#/components/schemas/"
+H = TypeVar("H", bound=Callable[..., Any])
 
 
 @attrs.frozen
@@ -63,6 +64,29 @@ class Operation:
     success: tuple[int, ...] = (200,)
     media: str = "application/json"
     guard: Callable[..., None] | None = None
+
+
+class Routes:
+    """Operations declared on their handlers, `@route("GET /path", roles, summary, ...)`, in the
+    document's order; an operation's id is its handler's name in camelCase."""
+
+    def __init__(self) -> None:
+        self.operations: list[Operation] = []
+
+    def __call__(
+        self, route: str, roles: frozenset[str] | None, summary: str, **options: Any
+    ) -> Callable[[H], H]:
+        method, path = route.split(" ")
+
+        def declare(handler: H) -> H:
+            first, *rest = handler.__name__.split("_")
+            operation_id = first + "".join(word.capitalize() for word in rest)
+            self.operations.append(
+                Operation(method, path, operation_id, roles, handler, summary, **options)
+            )
+            return handler
+
+        return declare
 
 
 def task_routes() -> tuple[TaskTransition, ...]:
@@ -231,13 +255,11 @@ def _responses(operation: Operation) -> dict[str, Any]:
     for status in operation.success:
         if status == 204:
             responses["204"] = {"description": "nothing to answer (no task to claim)"}
-        elif operation.media == "application/json":
-            responses[str(status)] = {
-                "description": "the answer",
-                "content": {"application/json": {"schema": {"type": ["object", "array"]}}},
-            }
         else:
-            schema = _EVENT_SCHEMA if operation.media == "text/event-stream" else {"type": "string"}
+            schema = {
+                "application/json": {"type": ["object", "array"]},
+                "text/event-stream": _EVENT_SCHEMA,
+            }.get(operation.media, {"type": "string"})
             responses[str(status)] = {
                 "description": "the answer",
                 "content": {operation.media: {"schema": schema}},
@@ -305,13 +327,27 @@ class BodyValidators:
 
     def check(self, name: str, body: object) -> None:
         """Refuse a body the schema does not describe, naming the place of the first problem."""
-        error = jsonschema.exceptions.best_match(self._validator(name).iter_errors(body))
-        if error is None:
-            return
-        place = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        # The message names keys only for these; any other would echo the value (a lease token).
-        if error.validator in ("required", "additionalProperties"):
-            why = error.message
-        else:
-            why = f"fails {error.validator} {error.validator_value!r}"
-        raise LedgerError("FIELDS_INVALID", f"body{place}: {why[:300]}")
+
+        def place(error: jsonschema.ValidationError) -> str:
+            path = error.absolute_path
+            return "body" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+        refuse_invalid(self._validator(name), body, place)
+
+
+def refuse_invalid(
+    validator: jsonschema.Draft202012Validator,
+    value: object,
+    place: Callable[[jsonschema.ValidationError], str],
+) -> None:
+    """FIELDS_INVALID naming the `place` of the first violation and what it fails, never the
+    value (it may be a lease token)."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is None:
+        return
+    # The message names keys only for these; any other would echo the value.
+    if error.validator in ("required", "additionalProperties"):
+        why = error.message
+    else:
+        why = f"fails {error.validator} {error.validator_value!r}"
+    raise LedgerError("FIELDS_INVALID", f"{place(error)}: {why[:300]}")

@@ -28,7 +28,7 @@ from aios_ledger.core.tasks.attempts import evidence_session
 from aios_ledger.core.work import REVIEW_KIND
 from aios_ledger.shell.api.app import Answer, Call
 from aios_ledger.shell.api.backend import Stores
-from aios_ledger.shell.api.openapi import Operation, Query
+from aios_ledger.shell.api.openapi import Operation, Query, Routes
 from aios_ledger.shell.api.review_bodies import OWNER_TAG, REVIEW_ID
 from aios_ledger.shell.auxiliary.service import DatabaseAuxiliaryRuns
 from aios_ledger.shell.runs.store import RunEvidenceReader
@@ -37,6 +37,7 @@ from aios_ledger.shell.work.reviewer import attempt_evidence, reviews_of, tasks_
 REVIEWERS = frozenset({REVIEWER})
 REVIEW_READERS = frozenset({REVIEWER, AUDITOR, OWNER})
 _NAME_DIGEST_HEX = 24
+route = Routes()
 
 
 def _name_digest(name: str) -> str:
@@ -55,14 +56,23 @@ def _require_driver(row: AuxiliaryRunRow, name: str) -> None:
         raise LedgerError("NOT_RUN_OWNER", f"auxiliary run {row.aux_id!r} is another's")
 
 
-# -- handlers ---------------------------------------------------------------------------------
-
-
+@route(
+    "GET /v1/review-candidates",
+    REVIEW_READERS,
+    "the SUBMITTED tasks a review round takes, in order",
+    query=(Query("limit", {"type": "integer", "minimum": 1}),),
+)
 async def review_candidates(call: Call) -> Answer:
     limit = call.query_int("limit", 100)
     return Answer(await call.backend.read(lambda s: list(tasks_to_review(s.runs, limit))))
 
 
+@route(
+    "POST /v1/review-evidence",
+    REVIEWERS,
+    "an attempt's evidence snapshot",
+    body="ReviewEvidenceBody",
+)
 async def review_evidence(call: Call) -> Answer:
     task_id, attempt = call.body["task_id"], call.body["attempt"]
     # A write: a task submitted without a worker gets its empty evidence run here, as locally.
@@ -70,6 +80,12 @@ async def review_evidence(call: Call) -> Answer:
     return Answer(answer.public())
 
 
+@route(
+    "GET /v1/review-runs",
+    REVIEW_READERS,
+    "the auxiliary runs on an attempt's evidence",
+    query=(Query("task_id", REVIEW_ID), Query("attempt", {"type": "integer", "minimum": 1})),
+)
 async def list_review_runs(call: Call) -> Answer:
     task_id = call.query("task_id")
     if task_id is None:
@@ -81,6 +97,12 @@ async def list_review_runs(call: Call) -> Answer:
     return Answer([attrs.asdict(row) for row in rows])
 
 
+@route(
+    "POST /v1/review-runs",
+    REVIEWERS,
+    "spawn a review run over evidence the server reads",
+    body="ReviewRunSpawnBody",
+)
 async def spawn_review_run(call: Call) -> Answer:
     body = call.body
     spec = AuxiliaryRunSpec.from_mapping(body["spec"])
@@ -104,12 +126,19 @@ async def spawn_review_run(call: Call) -> Answer:
     return Answer(await call.backend.write(spawn))
 
 
+@route("GET /v1/review-runs/{aux_id}", REVIEW_READERS, "one review run, every column")
 async def get_review_run(call: Call) -> Answer:
     aux_id = call.path("aux_id")
     row = await call.backend.read(lambda s: DatabaseAuxiliaryRuns(s.db).read(aux_id))
     return Answer(attrs.asdict(row))
 
 
+@route(
+    "POST /v1/review-runs/{aux_id}/transition",
+    REVIEWERS,
+    "move one's review run",
+    body="ReviewRunTransitionBody",
+)
 async def transition_review_run(call: Call) -> Answer:
     aux_id, body = call.path("aux_id"), call.body
     target = AuxiliaryRunState(body["state"])
@@ -128,6 +157,12 @@ async def transition_review_run(call: Call) -> Answer:
     return Answer(attrs.asdict(await call.backend.write(move)))
 
 
+@route(
+    "POST /v1/review-runs/{aux_id}/stop",
+    REVIEWERS,
+    "end one's review run CANCELLED unless it ended",
+    body="ReviewRunStopBody",
+)
 async def stop_review_run(call: Call) -> Answer:
     aux_id, body = call.path("aux_id"), call.body
 
@@ -140,76 +175,5 @@ async def stop_review_run(call: Call) -> Answer:
     return Answer(attrs.asdict(await call.backend.write(stop)))
 
 
-# -- the routes and their bodies --------------------------------------------------------------
-
-
 def review_operations() -> tuple[Operation, ...]:
-    o = Operation
-    limit = Query("limit", {"type": "integer", "minimum": 1})
-    return (
-        o(
-            "GET",
-            "/v1/review-candidates",
-            "reviewCandidates",
-            REVIEW_READERS,
-            review_candidates,
-            "the SUBMITTED tasks a review round takes, in order",
-            query=(limit,),
-        ),
-        o(
-            "POST",
-            "/v1/review-evidence",
-            "reviewEvidence",
-            REVIEWERS,
-            review_evidence,
-            "an attempt's evidence snapshot",
-            body="ReviewEvidenceBody",
-        ),
-        o(
-            "GET",
-            "/v1/review-runs",
-            "listReviewRuns",
-            REVIEW_READERS,
-            list_review_runs,
-            "the auxiliary runs on an attempt's evidence",
-            query=(
-                Query("task_id", REVIEW_ID),
-                Query("attempt", {"type": "integer", "minimum": 1}),
-            ),
-        ),
-        o(
-            "POST",
-            "/v1/review-runs",
-            "spawnReviewRun",
-            REVIEWERS,
-            spawn_review_run,
-            "spawn a review run over evidence the server reads",
-            body="ReviewRunSpawnBody",
-        ),
-        o(
-            "GET",
-            "/v1/review-runs/{aux_id}",
-            "getReviewRun",
-            REVIEW_READERS,
-            get_review_run,
-            "one review run, every column",
-        ),
-        o(
-            "POST",
-            "/v1/review-runs/{aux_id}/transition",
-            "transitionReviewRun",
-            REVIEWERS,
-            transition_review_run,
-            "move one's review run",
-            body="ReviewRunTransitionBody",
-        ),
-        o(
-            "POST",
-            "/v1/review-runs/{aux_id}/stop",
-            "stopReviewRun",
-            REVIEWERS,
-            stop_review_run,
-            "end one's review run CANCELLED unless it ended",
-            body="ReviewRunStopBody",
-        ),
-    )
+    return tuple(route.operations)

@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.api.event_stream import KEEP_ALIVE, event_message, opening_message
 from aios_ledger.core.log.records import EventRow
@@ -152,50 +153,41 @@ class EventFeed:
             wake.set()
 
 
+@attrs.define
 class EventStream:
     """One client's stream: its cursor, its caller, and the messages it writes."""
 
-    def __init__(
-        self,
-        request: Request,
-        backend: Backend,
-        feed: EventFeed,
-        *,
-        roles: frozenset[str],
-        task_id: str | None,
-        start: tuple[int, int],
-        typed: bool = True,
-    ) -> None:
-        self._typed = typed
-        self._request = request
-        self._backend = backend
-        self._feed = feed
-        self._roles = roles
-        self._task_id = task_id
-        self._after_leaf, self._start_id = start
-        self._seen = -1  # the head this stream has read everything under (-1: nothing yet)
-        self._disconnected = False
-        self._wake: asyncio.Event | None = None
+    request: Request
+    backend: Backend
+    feed: EventFeed
+    roles: frozenset[str]
+    task_id: str | None
+    after_leaf: int  # the leaf the next read starts after
+    start_id: int
+    typed: bool = True
+    seen: int = -1  # the head this stream has read everything under (-1: nothing yet)
+    disconnected: bool = False
+    wake: asyncio.Event | None = None
 
     def disconnect(self) -> None:
-        self._disconnected = True
-        if self._wake is not None:
-            self._wake.set()
+        self.disconnected = True
+        if self.wake is not None:
+            self.wake.set()
 
     async def messages(self, settings: ApiSettings) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
         ends_at = loop.time() + settings.stream_max_seconds
-        with self._feed.subscribed() as wake:
-            self._wake = wake
-            yield opening_message(self._start_id, RETRY_MILLISECONDS).encode()
+        with self.feed.subscribed() as wake:
+            self.wake = wake
+            yield opening_message(self.start_id, RETRY_MILLISECONDS).encode()
             keep_alive_at = loop.time() + settings.stream_keepalive_seconds
             while True:
                 wake.clear()
                 now = loop.time()
-                if self._feed.closing or self._disconnected or now >= ends_at:
+                if self.feed.closing or self.disconnected or now >= ends_at:
                     return
                 due = now >= keep_alive_at
-                if due or self._seen < 0 or self._feed.head > self._seen:
+                if due or self.seen < 0 or self.feed.head > self.seen:
                     if not await self._still_allowed():
                         return
                     async for page in self._pages():
@@ -209,21 +201,21 @@ class EventStream:
 
     async def _still_allowed(self) -> bool:
         """Whether the caller's credential still resolves to a reader (not revoked since)."""
-        principal = await run_in_threadpool(request_principal, self._request, self._backend)
-        return principal is not None and not principal.roles.isdisjoint(self._roles)
+        principal = await run_in_threadpool(request_principal, self.request, self.backend)
+        return principal is not None and not principal.roles.isdisjoint(self.roles)
 
     async def _pages(self) -> AsyncIterator[bytes]:
         """The events committed since the last read, a page once the client took the last."""
-        while not (self._feed.closing or self._disconnected):
-            rows, self._after_leaf, size = await self._backend.read(self._next_page)
+        while not (self.feed.closing or self.disconnected):
+            rows, self.after_leaf, size = await self.backend.read(self._next_page)
             if rows:
-                yield "".join(_message(row, typed=self._typed) for row in rows).encode()
-            if self._after_leaf >= size - 1:
-                self._seen = size
+                yield "".join(_message(row, typed=self.typed) for row in rows).encode()
+            if self.after_leaf >= size - 1:
+                self.seen = size
                 return
 
     def _next_page(self, stores: Stores) -> tuple[list[dict[str, Any]], int, int]:
-        after, task_id = self._after_leaf, self._task_id
+        after, task_id = self.after_leaf, self.task_id
         return stores.db.read(lambda conn: stream_page(conn, after, task_id))
 
 
@@ -302,7 +294,5 @@ async def open_stream(
         return stores.db.read(lambda conn: stream_start(conn, after))
 
     begins = await backend.read(start)
-    stream = EventStream(
-        request, backend, feed, roles=roles, task_id=task_id, start=begins, typed=typed
-    )
+    stream = EventStream(request, backend, feed, roles, task_id, *begins, typed=typed)
     return EventStreamResponse(stream, backend.settings)

@@ -26,6 +26,7 @@ from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.core.tasks.transitions import TaskTransition
+from aios_ledger.shell.api.openapi import refuse_invalid
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.remote.client import LedgerClient, api_path
 
@@ -52,11 +53,13 @@ class LedgerTool:
     name: str
     description: str
     roles: frozenset[str]
-    # `checked` is the schema shown but for a submit's result, which only the ledger judges.
     input_schema: Mapping[str, Any]
-    checked: Mapping[str, Any]
     handler: Handler
     read_only: bool
+    # The schema shown but for a submit's result, which only the ledger judges.
+    checked: Mapping[str, Any] = attrs.field(
+        default=attrs.Factory(lambda tool: tool.input_schema, takes_self=True)
+    )
 
 
 def _text(max_length: int = MAX_IDENTIFIER) -> dict[str, Any]:
@@ -100,14 +103,8 @@ def check_arguments(tool: LedgerTool, arguments: object) -> Mapping[str, Any]:
     if not isinstance(arguments, Mapping):
         raise LedgerError("FIELDS_INVALID", "a tool's arguments are a JSON object")
     validator = jsonschema.Draft202012Validator(tool.checked)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
-    if error is None:
-        return arguments
-    if error.validator in ("required", "additionalProperties"):  # these name keys only
-        why = error.message
-    else:
-        why = f"fails {error.validator} {error.validator_value!r}"
-    raise LedgerError("FIELDS_INVALID", f"{tool.name}: {error.json_path}: {why[:300]}")
+    refuse_invalid(validator, dict(arguments), lambda error: f"{tool.name}: {error.json_path}")
+    return arguments
 
 
 def _key(kind: str, caller: Caller, **parts: object) -> str:
@@ -136,8 +133,10 @@ def _envelope(task: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(verify_execution_envelope(metadata["execution"]))
 
 
-def _contract_name(envelope: Mapping[str, Any] | None) -> str | None:
-    return None if envelope is None else RESULT_CONTRACTS.get(str(envelope.get("action")))
+def _submitting(envelope: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The result contract a task's results must meet, and the tool that submits them."""
+    contract = None if envelope is None else RESULT_CONTRACTS.get(str(envelope.get("action")))
+    return {"result_contract": contract, "submit_with": submit_tool_of(envelope)}
 
 
 # -- the agent's tools --------------------------------------------------------------------
@@ -158,31 +157,14 @@ def _claim(client: LedgerClient, arguments: Mapping[str, Any], caller: Caller) -
     if claimed is None:
         idle = client.idle_reason(capabilities)
         return {"claimed": False, "idle": idle.public(), "why": idle.text()}
-    envelope = claimed["envelope"]
-    return {
-        "claimed": True,
-        "task": dict(claimed),
-        "result_contract": _contract_name(envelope),
-        "submit_with": submit_tool_of(envelope),
-    }
+    return {"claimed": True, "task": dict(claimed), **_submitting(claimed["envelope"])}
 
 
 def read_task(client: LedgerClient, task_id: str) -> dict[str, Any]:
     """The task, its checked envelope, its result contract and the tool that submits to it."""
     task = dict(client.get(task_id))
     envelope = _envelope(task)
-    return {
-        "task": task,
-        "envelope": envelope,
-        "result_contract": _contract_name(envelope),
-        "submit_with": submit_tool_of(envelope),
-    }
-
-
-def _read_task(
-    client: LedgerClient, arguments: Mapping[str, Any], caller: Caller
-) -> dict[str, Any]:
-    return read_task(client, arguments["task_id"])
+    return {"task": task, "envelope": envelope, **_submitting(envelope)}
 
 
 def _read_evidence(
@@ -230,18 +212,6 @@ def _submit_tool(name: str, what: str, result_schema: Mapping[str, Any]) -> Ledg
         handler=_applies(row, checked),
         read_only=False,
     )
-
-
-def _tool(
-    name: str,
-    description: str,
-    roles: frozenset[str],
-    schema: dict[str, Any],
-    handler: Handler,
-    *,
-    read_only: bool,
-) -> LedgerTool:
-    return LedgerTool(name, description, roles, schema, schema, handler, read_only)
 
 
 def _applies(row: TaskTransition, schema: Mapping[str, Any]) -> Handler:
@@ -298,7 +268,7 @@ def operation_tool(
     applies the request."""
     assert row.tool is not None and row.role is not None
     schema = request_schema(row) if schema is None else schema
-    return _tool(
+    return LedgerTool(
         row.tool,
         f"{row.summary[:1].upper()}{row.summary[1:]}." if description is None else description,
         frozenset({row.role}),
@@ -363,16 +333,16 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             "Extend the lease of a task you hold; a lease that lapses returns the task to "
             "the queue.",
         ),
-        _tool(
+        LedgerTool(
             "read_task",
             "Read a task, its execution envelope (checked), the result contract its results "
             "must meet and the submit tool that takes them.",
             ANY_ROLE,
             _object(("task_id",), task_id=TASK_ID),
-            _read_task,
+            lambda client, arguments, caller: read_task(client, arguments["task_id"]),
             read_only=True,
         ),
-        _tool(
+        LedgerTool(
             "read_evidence",
             "Read the evidence recorded for an attempt of a task (its run's events).",
             ANY_ROLE,
@@ -390,7 +360,7 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             op["release"],
             "Give a task you hold back to the queue without a result.",
         ),
-        _tool(
+        LedgerTool(
             "list_review_candidates",
             "The submitted tasks waiting for a reviewer's verdict.",
             reviewer,
@@ -398,7 +368,7 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             _candidates,
             read_only=True,
         ),
-        _tool(
+        LedgerTool(
             "read_review_evidence",
             "The evidence snapshot of a submitted attempt, as a review reads it.",
             reviewer,

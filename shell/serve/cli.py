@@ -176,15 +176,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _serve(args: argparse.Namespace) -> int:
-    # Requests act as their tokens; what the server does on its own is the ledger's.
-    with process_acting_as(the_ledger("serve")):
-        return _run_server(args)
-
-
-def _run_server(args: argparse.Namespace) -> int:
     from aios_ledger.shell.serve.app import settle_startup_heap
 
-    with configured_server(args) as (server, listener):
+    # Requests act as their tokens; what the server does on its own is the ledger's.
+    with process_acting_as(the_ledger("serve")), configured_server(args) as (server, listener):
         settle_startup_heap()
         server.run(sockets=[listener])
     return 0

@@ -61,10 +61,6 @@ class Viewer:
     principal: Principal
     session: Session
 
-    @property
-    def csrf_token(self) -> str:
-        return self.session.csrf_token
-
     def may(self, roles: frozenset[str]) -> bool:
         return not self.principal.roles.isdisjoint(roles)
 
@@ -276,7 +272,7 @@ def csrf_valid(request: Request, viewer: Viewer, form: Mapping[str, str]) -> boo
     """A POST's CSRF check: the session's token in the form and the browser's same origin."""
     sent = form.get(CSRF_FIELD, "")
     return same_origin(request) and hmac.compare_digest(
-        sent.encode("utf-8", "surrogatepass"), viewer.csrf_token.encode()
+        sent.encode("utf-8", "surrogatepass"), viewer.session.csrf_token.encode()
     )
 
 
