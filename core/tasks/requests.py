@@ -331,47 +331,41 @@ class VerifyRequest(_AllPublic, TaskRequest[VerifyAnswer]):
 
 
 @attrs.frozen
-class CancelRequest(_AllPublic, TaskRequest[CancelAnswer]):
+class _OwnerMove(_AllPublic):
+    """An owner's keyed move of one task, and why."""
+
     task_id: Identifier
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
+
+@attrs.frozen
+class CancelRequest(_OwnerMove, TaskRequest[CancelAnswer]):
     what = "cancel"
 
 
 @attrs.frozen
-class RetryRequest(_AllPublic, TaskRequest[RetryAnswer]):
+class RetryRequest(_OwnerMove, TaskRequest[RetryAnswer]):
     """Send a FAILED or CANCELLED task back to the queue with `extra_attempts` more attempts."""
 
-    task_id: Identifier
-    reason: Reason
-    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     extra_attempts: Annotated[int, Between(1, MAX_EXTRA_ATTEMPTS)] = 1
 
     what = "retry"
 
 
 @attrs.frozen
-class PauseRequest(_AllPublic, TaskRequest[MoveAnswer]):
+class PauseRequest(_OwnerMove, TaskRequest[MoveAnswer]):
     """Hold a QUEUED task out of the queue (PAUSED): no claim takes it until it is resumed. A
     task in another status is `INVALID_TRANSITION`: a CLAIMED one's holder is at work on it
     (cancel it to stop it, or pause it once it is back in the queue)."""
-
-    task_id: Identifier
-    reason: Reason
-    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     what = "pause"
 
 
 @attrs.frozen
-class ResumeRequest(_AllPublic, TaskRequest[MoveAnswer]):
+class ResumeRequest(_OwnerMove, TaskRequest[MoveAnswer]):
     """Let a PAUSED task back into the queue (QUEUED, with its attempts and schedule as they
     were); a task in another status is `INVALID_TRANSITION`."""
-
-    task_id: Identifier
-    reason: Reason
-    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     what = "resume"
 
