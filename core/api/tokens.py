@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Final, Literal, TypedDict
+from typing import Annotated, Final, Literal, TypedDict, cast
 
 import attrs
 from aios_ledger.core.actors import ROLES, Actor
@@ -177,16 +177,9 @@ def _event(
 
 
 def _answer(row: ApiTokenRow, *, idempotent: bool) -> ApiTokenAnswer:
-    status: Literal["ACTIVE", "REVOKED"] = ACTIVE if row.status == ACTIVE else REVOKED
-    return {
-        "name": row.name,
-        "roles": list(row.roles()),
-        "capabilities": row.capabilities(),
-        "grant": row.grant_kind(),
-        "status": status,
-        "updated_at": row.updated_at,
-        "idempotent": idempotent,
-    }
+    """The row's view without `created_at`, in the same order, and `idempotent`."""
+    view = {name: value for name, value in row.view().items() if name != "created_at"}
+    return cast(ApiTokenAnswer, {**view, "idempotent": idempotent})
 
 
 def decide_issue_token(
