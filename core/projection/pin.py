@@ -7,13 +7,13 @@ import attrs
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.envelopes import ACTIONS, verify_execution_envelope
 from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
-from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import IDENTIFIER
 from aios_ledger.core.projection.decisions import (
     RUNTIME_ACTION,
     InitialExecutionProjectionRequest,
     ResolverCall,
+    as_projection_error,
     check_envelope,
     check_unprojected_task,
     projection_expectations,
@@ -79,10 +79,7 @@ def pin_projection(
     authorization_id = require_authorization(command.authorization_id)
     task = require_task(read.task_id, read.task, error=ProjectionError)
     check_unprojected_task(task)
-    try:
-        verified = verify_execution_envelope(envelope)
-    except LedgerError as refused:
-        raise ProjectionError(refused.code, refused.detail) from None
+    verified: JsonObject = as_projection_error(lambda: verify_execution_envelope(envelope))
     fields: JsonObject = {
         **projection_expectations(task, call.job_id, str(verified["execution_digest"])),
         "required_capability": call.capability,
