@@ -5,6 +5,7 @@ rules."""
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
@@ -30,7 +31,6 @@ from aios_ledger.core.tasks.answers import (
     ClaimAnswer,
     CreateAnswer,
     ExpireAnswer,
-    TaskSummary,
     task_summary,
 )
 from aios_ledger.core.tasks.attempts import (
@@ -766,9 +766,13 @@ def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
         if task.task_id in seen:
             continue
         seen.add(task.task_id)
-        if task.status == TaskStatus.CLAIMED and _passed(task.lease_expires_at, now):
+        if _lease_passed(task, now):
             passed.append(task)
     return passed
+
+
+def _lease_passed(task: TaskRow, now: Timestamp) -> bool:
+    return task.status == TaskStatus.CLAIMED and _passed(task.lease_expires_at, now)
 
 
 def _claim_pool(state: TaskState, requeued: Mapping[str, TaskRow]) -> list[TaskRow]:
@@ -875,16 +879,10 @@ def decide_claims(
     replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
     if replay is not None:
         return Replay({**replay.response, "lease_token": tokens[0]})
-    writes: list[SqlWrite] = []
-    events: list[EventAppend] = []
-    requeued: dict[str, TaskRow] = {}
-    for task in _passed_leases(state, now):
-        move = _move(
-            takeover, task, None, now, takeover.next_status(task, None), actor=inputs.actor
-        )
-        writes.append(move.write)
-        events.append(move.event)
-        requeued[task.task_id] = move.after
+    taken_over = _expire(takeover, _passed_leases(state, now), None, now, inputs.actor)
+    writes = [move.write for move in taken_over]
+    events = [move.event for move in taken_over]
+    requeued = {move.after.task_id: move.after for move in taken_over}
     if claim.task_id is not None:
         named = requeued.get(claim.task_id, require_task(claim.task_id, state.task))
         refusal = claim_refusal(named, claim.capabilities, now)
@@ -918,20 +916,23 @@ def decide_expiry(
 ) -> WritePlan[ExpireAnswer] | None:
     state = typed_as(state, ExpiryState)
     request = typed_as(request, ExpireRequest)
-    actor = inputs.actor
-    writes: list[SqlWrite] = []
-    events: list[EventAppend] = []
-    expired: list[TaskSummary] = []
-    for task in state.tasks:
-        if len(writes) == request.limit:
-            break
-        if task.status != TaskStatus.CLAIMED or not _passed(task.lease_expires_at, now):
-            continue
-        move = _move(row, task, request, now, row.next_status(task, request), actor=actor)
-        writes.append(move.write)
-        events.append(move.event)
-        expired.append(task_summary(move.after))
-    if not writes:
+    passed = itertools.islice(
+        (task for task in state.tasks if _lease_passed(task, now)), request.limit
+    )
+    moves = _expire(row, passed, request, now, inputs.actor)
+    if not moves:
         return None
+    expired = [task_summary(move.after) for move in moves]
     answer: ExpireAnswer = {"expired": expired, "count": len(expired)}
+    writes, events = [move.write for move in moves], [move.event for move in moves]
     return sealed_plan(writes, events, answer, tail=state.tail)
+
+
+def _expire(
+    row: TaskTransition, tasks: Iterable[TaskRow], request: Any, now: Timestamp, actor: Actor
+) -> list[_Move]:
+    """Each of `tasks`, whose lease has passed, back to the queue (or failed, its attempts used)."""
+    return [
+        _move(row, task, request, now, row.next_status(task, request), actor=actor)
+        for task in tasks
+    ]
