@@ -16,7 +16,7 @@ from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.log.rows import RowImage, row_image
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
-from aios_ledger.core.structuring import structure
+from aios_ledger.core.structuring import Structured, structure
 from aios_ledger.core.tasks.requests import OfferedCapabilities
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
@@ -142,12 +142,10 @@ class TokenIssueRequest:
 
 
 @attrs.frozen
-class TokenRevokeRequest:
-    name: Identifier
+class TokenRevokeRequest(Structured):
+    WHAT = "token revoke"
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> TokenRevokeRequest:
-        return structure(raw, cls, what="token revoke")
+    name: Identifier
 
 
 @attrs.frozen

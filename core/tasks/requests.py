@@ -24,6 +24,7 @@ from aios_ledger.core.kinds import (
 from aios_ledger.core.structuring import (
     NOT_PUBLIC,
     FieldRefused,
+    Structured,
     converter,
     kind_schema,
     register_kind,
@@ -166,8 +167,10 @@ class _AllPublic:
 
 
 @attrs.frozen(kw_only=True)
-class TaskCreateRequest:
+class TaskCreateRequest(Structured):
     """A new task; every field but `goal` and `instructions` has a default."""
+
+    WHAT = "task"
 
     task_id: RouteIdentifier | None = None
     goal: Annotated[str, Text(max_length=MAX_GOAL)]
@@ -188,10 +191,6 @@ class TaskCreateRequest:
     budget: TaskBudget | None = None
     # A governed task waits for its initial execution projection before any claim.
     governed: bool = False
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> TaskCreateRequest:
-        return structure(raw, cls, what="task")
 
     def public(self) -> JsonObject:
         """The canonical form; day two's fields only when set, so that old keys replay."""
