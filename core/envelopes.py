@@ -208,15 +208,8 @@ def verify_execution_envelope(raw: object) -> JsonObject:
         raise LedgerError("EXECUTION_ENVELOPE_INVALID", f"schema must be {ENVELOPE_SCHEMA}")
     try:
         binding = GovernedExecutionBinding.from_mapping(raw["binding"])
-        rebuilt = project_execution_envelope(
-            binding,
-            {
-                "action": raw["action"],
-                "adapter": raw["adapter"],
-                "capability_scope": raw["capability_scope"],
-                "runtime_input": raw["runtime_input"],
-            },
-        )
+        action = {name: raw[name] for name in attrs.fields_dict(EnvelopeAction)}
+        rebuilt = project_execution_envelope(binding, action)
     except LedgerError as refused:
         raise LedgerError("EXECUTION_ENVELOPE_INVALID", str(refused)) from None
     if canonical_json(dict(raw)) != canonical_json(rebuilt):
