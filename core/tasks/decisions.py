@@ -344,14 +344,16 @@ def _decide_one(
         rules.check(task, request, state, inputs, now)
     changes = None if rules.changes is None else rules.changes(task, request, inputs, now, status)
     records = None if rules.records is None else rules.records(task, request, state, now)
-    payload = rules.payload if records is None else _with_facts(rules.payload, records.facts)
     move = _move(
-        row, task, request, now, status, changes=changes, payload=payload, actor=inputs.actor
+        row, task, request, now, status, changes=changes, payload=rules.payload, actor=inputs.actor
     )
     writes, events = [move.write], [move.event]
     if records is not None:
         writes.extend(records.writes)
-        events[0] = attrs.evolve(move.event, rows=(*move.event.rows, *records.rows))
+        payload = {**move.event.payload, **records.facts}
+        events[0] = attrs.evolve(
+            move.event, payload=payload, rows=(*move.event.rows, *records.rows)
+        )
     final = move.after
     if rules.then is not None and (records is None or not records.held):
         more = rules.then(move.after, request, inputs, now)
@@ -371,15 +373,6 @@ def _decide_one(
 
 
 PLAIN = Rules()
-
-
-def _with_facts(
-    payload: Callable[[Step], JsonObject] | None, facts: JsonObject
-) -> Callable[[Step], JsonObject]:
-    def read(step: Step) -> JsonObject:
-        return {**({} if payload is None else payload(step)), **facts}
-
-    return read
 
 
 # -- retry: more attempts, due at once
@@ -436,16 +429,24 @@ def _submit_then(
     *,
     judge: TaskTransition,
 ) -> _Move | None:
+    """A task verified automatically is judged in the same plan, as the verify row would."""
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
-    return _judged(
+    status = judge.next_status(submitted, judgement)
+    jitter = inputs.jitter or 0.0
+    changes = _judgement_changes(
+        submitted, judgement, now, jitter=jitter, status=status, automatic=True
+    )
+    payload = _judgement_payload(automatic=True)
+    return _move(
         judge,
         submitted,
         judgement,
         now,
-        jitter=inputs.jitter or 0.0,
-        automatic=True,
+        status,
+        changes=changes,
+        payload=payload,
         actor=inputs.actor,
     )
 
@@ -521,32 +522,6 @@ def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
         return facts
 
     return payload
-
-
-def _judged(
-    row: TaskTransition,
-    task: TaskRow,
-    judgement: Judgement,
-    now: Timestamp,
-    *,
-    jitter: float,
-    automatic: bool,
-    actor: Actor,
-) -> _Move:
-    status = row.next_status(task, judgement)
-    changes = _judgement_changes(
-        task, judgement, now, jitter=jitter, status=status, automatic=automatic
-    )
-    return _move(
-        row,
-        task,
-        judgement,
-        now,
-        status,
-        changes=changes,
-        payload=_judgement_payload(automatic),
-        actor=actor,
-    )
 
 
 def _verify_check(
