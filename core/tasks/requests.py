@@ -100,7 +100,8 @@ def _metadata(value: Any) -> TaskMetadata:
     return TaskMetadata(checked)
 
 
-def _capabilities(limit: int) -> Any:
+def _register_capabilities(kind: Any, limit: int) -> None:
+    """A list of at most `limit` capability names, kept sorted and once each."""
     names = converter.get_structure_hook(list[Identifier])
 
     def check(value: Any) -> list[Identifier]:
@@ -110,11 +111,8 @@ def _capabilities(limit: int) -> Any:
             raise FieldRefused(f"holds more than {limit} capabilities")
         return sorted(set(names(value, list[Identifier])))
 
-    return check
-
-
-def _capabilities_schema(limit: int) -> dict[str, Any]:
-    return {"type": "array", "maxItems": limit, "items": kind_schema(Identifier)}
+    schema = {"type": "array", "maxItems": limit, "items": kind_schema(Identifier)}
+    register_kind(kind, check, schema=schema)
 
 
 register_kind(LeaseToken, _lease_token, schema={"type": "string", "pattern": LEASE_TOKEN.pattern})
@@ -123,16 +121,8 @@ register_kind(
     _metadata,
     schema={"type": "object", "propertyNames": {"not": {"enum": list(RESERVED_METADATA)}}},
 )
-register_kind(
-    RequiredCapabilities,
-    _capabilities(MAX_CAPABILITIES),
-    schema=_capabilities_schema(MAX_CAPABILITIES),
-)
-register_kind(
-    OfferedCapabilities,
-    _capabilities(MAX_OFFERED_CAPABILITIES),
-    schema=_capabilities_schema(MAX_OFFERED_CAPABILITIES),
-)
+_register_capabilities(RequiredCapabilities, MAX_CAPABILITIES)
+_register_capabilities(OfferedCapabilities, MAX_OFFERED_CAPABILITIES)
 
 
 class TaskRequest(Generic[A_co]):
