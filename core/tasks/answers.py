@@ -28,6 +28,9 @@ class TaskSummary(TypedDict):
     lease_expires_at: str | None
 
 
+_SUMMARY_COLUMNS = tuple(TaskSummary.__annotations__)
+
+
 class CreateAnswer(TaskSummary):
     """`awaiting_projection`: a governed task no worker may claim before its projection."""
 
@@ -161,15 +164,8 @@ class EventView(TypedDict):
 
 
 def task_summary(task: TaskRow) -> TaskSummary:
-    return {
-        "task_id": task.task_id,
-        "status": task.status,
-        "revision": task.revision,
-        "attempt": task.attempt,
-        "max_attempts": task.max_attempts,
-        "claimed_by": task.claimed_by,
-        "lease_expires_at": task.lease_expires_at,
-    }
+    """The task's columns `TaskSummary` names, in its order."""
+    return cast(TaskSummary, {name: getattr(task, name) for name in _SUMMARY_COLUMNS})
 
 
 def task_view(task: TaskRow, last_holder: str | None) -> TaskView:
