@@ -577,9 +577,7 @@ def _plan(
     payload: JsonObject = {
         "task_id": task.task_id,
         "job_id": request.expected_job_id,
-        "execution_digest": envelope["execution_digest"],
-        "action": envelope["action"],
-        "adapter": envelope["adapter"],
+        **{name: envelope[name] for name in ("execution_digest", "action", "adapter")},
         "capability_scope": envelope["capability_scope"],
         "authorization_id": request.authorization_id,
         "idempotency_key": request.idempotency_key,

@@ -25,6 +25,8 @@ from aios_ledger.core.tasks.records import TaskRow, require_task
 
 DEFAULT_PIN_REASON = "projected with `project --pin`, pinned to the task and envelope as read"
 PIN_KEY_PREFIX = "pin-"
+# What the owner reads of the binding before a pinned projection is applied.
+_AUTHORIZED_BINDING = ("repository", "base_oid", "target_branch", "branch_mode", "generation")
 
 
 @attrs.frozen
@@ -102,16 +104,9 @@ def _authorized(
     binding = envelope["binding"]
     assert isinstance(binding, dict)  # a verified envelope carries its binding
     return {
-        "task_id": task.task_id,
-        "status": task.status,
-        "revision": task.revision,
-        "attempt": task.attempt,
+        **{name: getattr(task, name) for name in ("task_id", "status", "revision", "attempt")},
         "job_id": request.expected_job_id,
-        "repository": binding["repository"],
-        "base_oid": binding["base_oid"],
-        "target_branch": binding["target_branch"],
-        "branch_mode": binding["branch_mode"],
-        "generation": binding["generation"],
+        **{name: binding[name] for name in _AUTHORIZED_BINDING},
         "capability": request.required_capability,
         "capability_scope": envelope["capability_scope"],
         "adapter": request.adapter,
