@@ -20,6 +20,7 @@ from aios_ledger.core.kinds import (
     Text,
     TimestampText,
     json_value_check,
+    text_check,
 )
 from aios_ledger.core.structuring import (
     NOT_PUBLIC,
@@ -80,10 +81,7 @@ def lease_token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _lease_token(value: Any) -> LeaseToken:
-    if not isinstance(value, str) or not LEASE_TOKEN.fullmatch(value):
-        raise FieldRefused("must be 16-256 characters of [A-Za-z0-9._~+/=-]")
-    return LeaseToken(value)
+_lease_token = text_check(LEASE_TOKEN.fullmatch, "must be 16-256 characters of [A-Za-z0-9._~+/=-]")
 
 
 _json_object = json_value_check(dict, "object")
