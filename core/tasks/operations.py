@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core.actors import AGENT, OWNER, REVIEWER, Actor
@@ -90,6 +90,7 @@ from aios_ledger.core.tasks.verification import Judgement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 _O = TaskOperation
+A = TypeVar("A")
 
 
 def _attempts_left(task: TaskRow) -> bool:
@@ -366,25 +367,25 @@ def decide_task(
 
 
 def _decided(
-    kind: type[TaskRequest[Any]],
+    kind: type[TaskRequest[A]],
     state: TaskState | ExpiryState,
     request: object,
     *,
     now: Timestamp,
     actor: Actor,
     **inputs: Any,
-) -> Decision[Any] | None:
+) -> Decision[A]:
     """`decide_task` on a `kind` only: an operation's own name takes no other's request."""
     require_timestamp(now)
-    return decide_task(state, typed_as(request, kind), now=now, actor=actor, **inputs)
+    decision = decide_task(state, typed_as(request, kind), now=now, actor=actor, **inputs)
+    return cast(Decision[A], decision)
 
 
 def decide_create(
     state: TaskState, request: TaskCreateCommand, *, now: Timestamp, actor: Actor, task_id: str
 ) -> Decision[CreateAnswer]:
     """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
-    decision = _decided(TaskCreateCommand, state, request, now=now, actor=actor, task_id=task_id)
-    return cast(Decision[CreateAnswer], decision)
+    return _decided(TaskCreateCommand, state, request, now=now, actor=actor, task_id=task_id)
 
 
 def decide_claim(
@@ -406,8 +407,7 @@ def decide_claim(
 def decide_heartbeat(
     state: TaskState, request: HeartbeatRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[HeartbeatAnswer]:
-    decision = _decided(HeartbeatRequest, state, request, now=now, actor=actor)
-    return cast(Decision[HeartbeatAnswer], decision)
+    return _decided(HeartbeatRequest, state, request, now=now, actor=actor)
 
 
 def decide_submit(
@@ -422,7 +422,7 @@ def decide_submit(
 ) -> Decision[SubmitAnswer]:
     """`contracts`: result contract name -> JSON Schema."""
     require_timestamp(now)
-    decision = _decided(
+    return _decided(
         SubmitRequest,
         attrs.evolve(state, proposal=proposal),
         request,
@@ -431,7 +431,6 @@ def decide_submit(
         contracts=contracts,
         jitter=jitter,
     )
-    return cast(Decision[SubmitAnswer], decision)
 
 
 def decide_verify(
@@ -455,16 +454,14 @@ def decide_verify(
 def decide_cancel(
     state: TaskState, request: CancelRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[CancelAnswer]:
-    decision = _decided(CancelRequest, state, request, now=now, actor=actor)
-    return cast(Decision[CancelAnswer], decision)
+    return _decided(CancelRequest, state, request, now=now, actor=actor)
 
 
 def decide_retry(
     state: TaskState, request: RetryRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RetryAnswer]:
     """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
-    decision = _decided(RetryRequest, state, request, now=now, actor=actor)
-    return cast(Decision[RetryAnswer], decision)
+    return _decided(RetryRequest, state, request, now=now, actor=actor)
 
 
 def decide_expire(
