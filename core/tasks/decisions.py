@@ -52,6 +52,7 @@ from aios_ledger.core.tasks.budgets import (
 from aios_ledger.core.tasks.modes import VerificationMode
 from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.requests import (
+    DAY_TWO_DEFAULTS,
     ClaimBatchRequest,
     ClaimRequest,
     ExpireRequest,
@@ -170,7 +171,9 @@ def _recorded(
         response_json=stored_answer(answer),
         created_at=now.text,
     )
-    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), _answered(event, row)
+    # The event also seals the stored answer, so that `verify` finds one changed by hand.
+    sealed = attrs.evolve(event, rows=(*event.rows, row.image()))
+    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), sealed
 
 
 def _event(
@@ -192,11 +195,6 @@ def _event(
         written=task.written(before),
         actor=actor,
     )
-
-
-def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
-    """`event` also sealing the stored answer, so that `verify` finds one changed by hand."""
-    return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
 def _passed(moment: str | None, now: Timestamp) -> bool:
@@ -649,15 +647,12 @@ def decide_creation(
         "required_capabilities": list[JsonValue](request_task.required_capabilities),
         "deadline": task.deadline,
         "idempotency_key": idempotency_key,
-        **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
+        # Day two's fields only when set, so that older seals stay as they were.
+        **{key: value for key, value in request_task.public().items() if key in DAY_TWO_DEFAULTS},
     }
     event = _event(task, row.event, payload, None, before=None, actor=inputs.actor)
     write, event = _recorded(event, idempotency_key, row.name, task_id, digest, answer, now)
     return sealed_plan((insert, write), (event,), answer, tail=state.tail)
-
-
-# Day two's fields a TASK_CREATED payload says only when set, so that older seals stay as they were.
-_DAY_TWO = ("verification", "retry", "not_before", "budget", "governed")
 
 
 def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
@@ -788,6 +783,7 @@ def _claimed(
     claimed = move.after
     envelope = task_envelope(task)
     runtime_input = None if envelope is None else envelope["runtime_input"]
+    budget = budget_of(claimed.metadata(), claimed.task_id)
     answer: ClaimAnswer = {
         **task_summary(claimed),
         "goal": claimed.goal,
@@ -799,7 +795,7 @@ def _claimed(
         "priority": claimed.priority,
         "envelope": envelope,
         "runtime_input": runtime_input,
-        "budget": _public_budget(claimed),
+        "budget": None if budget is None else budget.public(),
         "idempotent": False,
         "lease_token": lease_token,
     }
@@ -819,11 +815,6 @@ def _claimed(
         )
         writes.append(write)
     return writes, event, answer
-
-
-def _public_budget(task: TaskRow) -> JsonObject | None:
-    budget = budget_of(task.metadata(), task.task_id)
-    return None if budget is None else budget.public()
 
 
 def decide_claims(

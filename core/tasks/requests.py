@@ -183,13 +183,13 @@ class TaskCreateRequest(Structured):
     def public(self) -> JsonObject:
         """The canonical form; day two's fields only when set, so that old keys replay."""
         form = unstructure(self)
-        for name, default in _DAY_TWO_DEFAULTS.items():
+        for name, default in DAY_TWO_DEFAULTS.items():
             if form[name] == default:
                 del form[name]
         return form
 
 
-_DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
+DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
     "verification": VerificationMode.REVIEWER.value,
     "retry": unstructure(RetryPolicy()),
     "not_before": None,
