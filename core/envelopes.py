@@ -11,7 +11,7 @@ import attrs
 from aios_ledger.core.digests import canonical_json, digest_json
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, check_json
-from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
+from aios_ledger.core.kinds import Between, Identifier, OneOf, Text, text_check
 from aios_ledger.core.refnames import git_branch_problem, require_branch_name
 from aios_ledger.core.structuring import FieldRefused, register_kind, structure, unstructure
 
@@ -39,10 +39,9 @@ BranchName = NewType("BranchName", str)
 _BRANCH_TEXT = Text(max_length=200)
 
 
-def _object_id(value: Any) -> ObjectId:
-    if not isinstance(value, str) or not OBJECT_ID.fullmatch(value):
-        raise FieldRefused("must be a 40- or 64-character lowercase hex object id")
-    return ObjectId(value)
+_object_id = text_check(
+    OBJECT_ID.fullmatch, "must be a 40- or 64-character lowercase hex object id"
+)
 
 
 def _branch(value: Any) -> BranchName:
@@ -208,15 +207,8 @@ def verify_execution_envelope(raw: object) -> JsonObject:
         raise LedgerError("EXECUTION_ENVELOPE_INVALID", f"schema must be {ENVELOPE_SCHEMA}")
     try:
         binding = GovernedExecutionBinding.from_mapping(raw["binding"])
-        rebuilt = project_execution_envelope(
-            binding,
-            {
-                "action": raw["action"],
-                "adapter": raw["adapter"],
-                "capability_scope": raw["capability_scope"],
-                "runtime_input": raw["runtime_input"],
-            },
-        )
+        action = {name: raw[name] for name in attrs.fields_dict(EnvelopeAction)}
+        rebuilt = project_execution_envelope(binding, action)
     except LedgerError as refused:
         raise LedgerError("EXECUTION_ENVELOPE_INVALID", str(refused)) from None
     if canonical_json(dict(raw)) != canonical_json(rebuilt):

@@ -4,6 +4,7 @@ their whole check), and the `Annotated` constraints for what differs per field."
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, NewType
 
 import attrs
@@ -130,22 +131,20 @@ def _route_identifier(value: Any) -> RouteIdentifier:
     return RouteIdentifier(_ROUTE_IDENTIFIER_TEXT(value))
 
 
-def _sha256_hex(value: Any) -> Sha256Hex:
-    if not isinstance(value, str) or not SHA256_HEX.fullmatch(value):
-        raise FieldRefused("must be 64 lowercase hex characters")
-    return Sha256Hex(value)
+def text_check(accepts: Callable[[str], object], refusal: str) -> Callable[[Any], Any]:
+    """A kind's structure hook: a string that `accepts` takes, else `refusal`."""
+
+    def check(value: Any) -> Any:
+        if not isinstance(value, str) or not accepts(value):
+            raise FieldRefused(refusal)
+        return value
+
+    return check
 
 
-def _ledger_digest(value: Any) -> LedgerDigest:
-    if not isinstance(value, str) or not is_digest(value):
-        raise FieldRefused("must be 'sha256:' followed by 64 hex, or 64 hex")
-    return LedgerDigest(value)
-
-
-def _prefixed_digest(value: Any) -> PrefixedDigest:
-    if not isinstance(value, str) or not PREFIXED_DIGEST.fullmatch(value):
-        raise FieldRefused("must be 'sha256:' followed by 64 hex")
-    return PrefixedDigest(value)
+_sha256_hex = text_check(SHA256_HEX.fullmatch, "must be 64 lowercase hex characters")
+_ledger_digest = text_check(is_digest, "must be 'sha256:' followed by 64 hex, or 64 hex")
+_prefixed_digest = text_check(PREFIXED_DIGEST.fullmatch, "must be 'sha256:' followed by 64 hex")
 
 
 def _timestamp_text(value: Any) -> TimestampText:

@@ -4,7 +4,7 @@ the millisecond so that moments of one second keep their order; decisions refuse
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+from functools import lru_cache, total_ordering
 from typing import Any, final
 
 from aios_ledger.core.errors import LedgerError
@@ -22,6 +22,7 @@ _LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=UTC) - _EPOCH) //
 
 
 @final
+@total_ordering
 class Timestamp:
     """A moment in UTC to the millisecond, immutable and ordered; `str()` is its stored text."""
 
@@ -109,21 +110,6 @@ class Timestamp:
         if type(other) is not Timestamp:
             return NotImplemented
         return self._epoch_ms < other._epoch_ms
-
-    def __le__(self, other: Timestamp) -> bool:
-        if type(other) is not Timestamp:
-            return NotImplemented
-        return self._epoch_ms <= other._epoch_ms
-
-    def __gt__(self, other: Timestamp) -> bool:
-        if type(other) is not Timestamp:
-            return NotImplemented
-        return self._epoch_ms > other._epoch_ms
-
-    def __ge__(self, other: Timestamp) -> bool:
-        if type(other) is not Timestamp:
-            return NotImplemented
-        return self._epoch_ms >= other._epoch_ms
 
 
 def require_timestamp(now: Any, *, field: str = "now") -> Timestamp:

@@ -144,26 +144,21 @@ class IdleReason:
             return "no queued task"
         parts = []
         if self.ungranted:
-            need = "needs" if self.ungranted == 1 else "need"
             parts.append(
-                f"{_tasks(self.ungranted)} {need} capabilities your token is not granted: "
-                + ", ".join(self.ungranted_capabilities)
-                + " (offering them is refused CAPABILITY_NOT_GRANTED: the ledger's owner "
-                "issues a token granted them)"
+                f"{_tasks(self.ungranted, 'needs', 'need')} capabilities your token is not "
+                f"granted: {', '.join(self.ungranted_capabilities)} (offering them is refused "
+                "CAPABILITY_NOT_GRANTED: the ledger's owner issues a token granted them)"
             )
         if self.lacking:
-            need = "needs" if self.lacking == 1 else "need"
             parts.append(
-                f"{_tasks(self.lacking)} {need} capabilities you do not offer: "
+                f"{_tasks(self.lacking, 'needs', 'need')} capabilities you do not offer: "
                 + ", ".join(self.missing)
             )
         if self.not_due:
-            verb = "is" if self.not_due == 1 else "are"
-            parts.append(f"{_tasks(self.not_due)} {verb} not due before {self.due_from}")
+            parts.append(f"{_tasks(self.not_due, 'is', 'are')} not due before {self.due_from}")
         others = self.queued - self.ungranted - self.lacking - self.not_due
         if others:
-            verb = "was" if others == 1 else "were"
-            parts.append(f"{_tasks(others)} {verb} taken by another worker meanwhile")
+            parts.append(f"{_tasks(others, 'was', 'were')} taken by another worker meanwhile")
         return "; ".join(parts)
 
     @classmethod
@@ -195,8 +190,9 @@ class IdleReason:
         }
 
 
-def _tasks(count: int) -> str:
-    return f"{count} queued task" + ("" if count == 1 else "s")
+def _tasks(count: int, verb: str, plural_verb: str) -> str:
+    """`1 queued task needs`, `2 queued tasks need`."""
+    return f"{count} queued task {verb}" if count == 1 else f"{count} queued tasks {plural_verb}"
 
 
 def idle_reason(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Final, Literal, TypedDict
+from typing import Annotated, Final, Literal, TypedDict, cast
 
 import attrs
 from aios_ledger.core.actors import ROLES, Actor
@@ -16,7 +16,7 @@ from aios_ledger.core.log.plan import Decision, Replay, sealed_plan
 from aios_ledger.core.log.rows import RowImage, row_image
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
-from aios_ledger.core.structuring import structure
+from aios_ledger.core.structuring import Structured, structure
 from aios_ledger.core.tasks.requests import OfferedCapabilities
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
@@ -142,12 +142,10 @@ class TokenIssueRequest:
 
 
 @attrs.frozen
-class TokenRevokeRequest:
-    name: Identifier
+class TokenRevokeRequest(Structured):
+    WHAT = "token revoke"
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> TokenRevokeRequest:
-        return structure(raw, cls, what="token revoke")
+    name: Identifier
 
 
 @attrs.frozen
@@ -177,16 +175,9 @@ def _event(
 
 
 def _answer(row: ApiTokenRow, *, idempotent: bool) -> ApiTokenAnswer:
-    status: Literal["ACTIVE", "REVOKED"] = ACTIVE if row.status == ACTIVE else REVOKED
-    return {
-        "name": row.name,
-        "roles": list(row.roles()),
-        "capabilities": row.capabilities(),
-        "grant": row.grant_kind(),
-        "status": status,
-        "updated_at": row.updated_at,
-        "idempotent": idempotent,
-    }
+    """The row's view without `created_at`, in the same order, and `idempotent`."""
+    view = {name: value for name, value in row.view().items() if name != "created_at"}
+    return cast(ApiTokenAnswer, {**view, "idempotent": idempotent})
 
 
 def decide_issue_token(

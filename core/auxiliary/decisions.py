@@ -77,14 +77,9 @@ def decide_spawn(
             raise AuxiliaryRunError(
                 "SPEC_CONFLICT", f"auxiliary run {spec.id!r} exists with another spec"
             )
-        return Replay(
-            {
-                "id": existing.aux_id,
-                "state": existing.state,
-                "spec_digest": spec_digest,
-                "idempotent": True,
-            }
-        )
+        replayed = SpawnAnswer(id=existing.aux_id, state=existing.state, spec_digest=spec_digest)
+        replayed["idempotent"] = True
+        return Replay(replayed)
     answer: SpawnAnswer = {"id": spec.id, "state": str(INITIAL_STATE), "spec_digest": spec_digest}
     target = spec.frame.target
     # The row as the insert writes it (revision 1, updated when created, no outcome yet).

@@ -233,12 +233,12 @@ def prepare_projection(
 
 def runtime_input_of(task: TaskRow) -> JsonObject:
     """The runtime input an envelope for this task must carry, derived from the task itself."""
-    scope = _projection_error(task.metadata).get("scope", LEGACY_SCOPE)
+    scope = as_projection_error(task.metadata).get("scope", LEGACY_SCOPE)
     return {
         "goal": task.goal,
         "instructions": task.instructions,
-        "success_criteria": _projection_error(task.success_criteria),
-        "constraints": _projection_error(task.constraints),
+        "success_criteria": as_projection_error(task.success_criteria),
+        "constraints": as_projection_error(task.constraints),
         "scope": scope,
         "trace_id": task.task_id,
     }
@@ -250,9 +250,9 @@ def projection_expectations(task: TaskRow, job_id: str, execution_digest: str | 
         "expected_status": task.status,
         "expected_revision": task.revision,
         "expected_attempt": task.attempt,
-        "expected_metadata_sha256": sha256_hex(_projection_error(task.metadata)),
+        "expected_metadata_sha256": sha256_hex(as_projection_error(task.metadata)),
         "expected_required_capabilities_sha256": sha256_hex(
-            _projection_error(task.required_capabilities)
+            as_projection_error(task.required_capabilities)
         ),
         "expected_job_id": job_id,
         "expected_execution_digest": execution_digest,
@@ -294,7 +294,8 @@ def _request_digest(task_id: str, request: ProjectionRequest) -> str:
     return request_digest(projection_operation(request), task_id, request.public())
 
 
-def _projection_error(read: Any) -> Any:
+def as_projection_error(read: Any) -> Any:
+    """`read()`, its refusal raised as the projection's own error class."""
     try:
         return read()
     except LedgerError as refused:
@@ -315,7 +316,7 @@ def _check_untouched_task(task: TaskRow, request: ProjectionRequest) -> JsonObje
             "REVISION_CONFLICT",
             f"task is {_state_text(*observed)}, the request expects {_state_text(*expected)}",
         )
-    capabilities = _projection_error(task.required_capabilities)
+    capabilities = as_projection_error(task.required_capabilities)
     if sha256_hex(metadata) != request.expected_metadata_sha256:
         raise ProjectionError(
             "METADATA_DIGEST_MISMATCH",
@@ -339,10 +340,10 @@ def check_unprojected_task(task: TaskRow) -> JsonObject:
         raise ProjectionError("TASK_ALREADY_CLAIMED", f"task is claimed by {task.claimed_by!r}")
     if task.lease_token_hash is not None or task.lease_expires_at is not None:
         raise ProjectionError("ACTIVE_LEASE_DENY", "task holds a lease")
-    metadata: JsonObject = _projection_error(task.metadata)
+    metadata: JsonObject = as_projection_error(task.metadata)
     if "execution" in metadata:
         raise ProjectionError("TASK_EXECUTION_ALREADY_PROJECTED", "task already has an envelope")
-    capabilities = _projection_error(task.required_capabilities)
+    capabilities = as_projection_error(task.required_capabilities)
     if capabilities:
         raise ProjectionError(
             "TASK_INITIAL_CAPABILITIES_MUST_BE_EMPTY", f"task already requires {capabilities}"
@@ -393,7 +394,7 @@ def _check_recovery_event_chain(events: tuple[EventRow, ...]) -> None:
 def _check_source_capture(
     task: TaskRow, request: SourceCaptureProjectionRecoveryRequest, contract: Mapping[str, object]
 ) -> JsonObject:
-    verification = _projection_error(task.verification)
+    verification = as_projection_error(task.verification)
     if verification is None:
         raise ProjectionError(
             "SOURCE_CAPTURE_NEEDS_REWORK_VERIFICATION_REQUIRED", "the task was never verified"
@@ -412,7 +413,7 @@ def _check_source_capture(
             "SOURCE_CAPTURE_NEEDS_REWORK_VERIFICATION_REQUIRED",
             "the source capture must have been verified NEEDS_REWORK",
         )
-    result = _projection_error(task.result)
+    result = as_projection_error(task.result)
     digest = None if result is None else sha256_hex(result)
     stored_digest_ok = task.result_digest is None or task.result_digest == digest
     if digest != request.expected_source_capture_result_sha256 or not stored_digest_ok:
@@ -443,10 +444,7 @@ def _check_source_capture(
 
 
 def check_envelope(task: TaskRow, request: ProjectionRequest, envelope: object) -> JsonObject:
-    try:
-        checked = verify_execution_envelope(envelope)
-    except LedgerError as refused:
-        raise ProjectionError(refused.code, refused.detail) from None
+    checked: JsonObject = as_projection_error(lambda: verify_execution_envelope(envelope))
     if checked["task_id"] != task.task_id or checked["job_id"] != request.expected_job_id:
         raise ProjectionError(
             "GOVERNED_BINDING_CONFLICT",
@@ -579,9 +577,7 @@ def _plan(
     payload: JsonObject = {
         "task_id": task.task_id,
         "job_id": request.expected_job_id,
-        "execution_digest": envelope["execution_digest"],
-        "action": envelope["action"],
-        "adapter": envelope["adapter"],
+        **{name: envelope[name] for name in ("execution_digest", "action", "adapter")},
         "capability_scope": envelope["capability_scope"],
         "authorization_id": request.authorization_id,
         "idempotency_key": request.idempotency_key,

@@ -7,13 +7,13 @@ import attrs
 from aios_ledger.core.digests import sha256_hex
 from aios_ledger.core.envelopes import ACTIONS, verify_execution_envelope
 from aios_ledger.core.errors import InitialExecutionProjectionError as ProjectionError
-from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import IDENTIFIER
 from aios_ledger.core.projection.decisions import (
     RUNTIME_ACTION,
     InitialExecutionProjectionRequest,
     ResolverCall,
+    as_projection_error,
     check_envelope,
     check_unprojected_task,
     projection_expectations,
@@ -25,6 +25,8 @@ from aios_ledger.core.tasks.records import TaskRow, require_task
 
 DEFAULT_PIN_REASON = "projected with `project --pin`, pinned to the task and envelope as read"
 PIN_KEY_PREFIX = "pin-"
+# What the owner reads of the binding before a pinned projection is applied.
+_AUTHORIZED_BINDING = ("repository", "base_oid", "target_branch", "branch_mode", "generation")
 
 
 @attrs.frozen
@@ -79,10 +81,7 @@ def pin_projection(
     authorization_id = require_authorization(command.authorization_id)
     task = require_task(read.task_id, read.task, error=ProjectionError)
     check_unprojected_task(task)
-    try:
-        verified = verify_execution_envelope(envelope)
-    except LedgerError as refused:
-        raise ProjectionError(refused.code, refused.detail) from None
+    verified: JsonObject = as_projection_error(lambda: verify_execution_envelope(envelope))
     fields: JsonObject = {
         **projection_expectations(task, call.job_id, str(verified["execution_digest"])),
         "required_capability": call.capability,
@@ -105,16 +104,9 @@ def _authorized(
     binding = envelope["binding"]
     assert isinstance(binding, dict)  # a verified envelope carries its binding
     return {
-        "task_id": task.task_id,
-        "status": task.status,
-        "revision": task.revision,
-        "attempt": task.attempt,
+        **{name: getattr(task, name) for name in ("task_id", "status", "revision", "attempt")},
         "job_id": request.expected_job_id,
-        "repository": binding["repository"],
-        "base_oid": binding["base_oid"],
-        "target_branch": binding["target_branch"],
-        "branch_mode": binding["branch_mode"],
-        "generation": binding["generation"],
+        **{name: binding[name] for name in _AUTHORIZED_BINDING},
         "capability": request.required_capability,
         "capability_scope": envelope["capability_scope"],
         "adapter": request.adapter,

@@ -3,7 +3,7 @@ mypy."""
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import Any, NotRequired, TypeAlias, TypedDict, cast
 
 from aios_ledger.core.actors import actor_public
 from aios_ledger.core.errors import LedgerError
@@ -26,6 +26,9 @@ class TaskSummary(TypedDict):
     max_attempts: int
     claimed_by: str | None
     lease_expires_at: str | None
+
+
+_SUMMARY_COLUMNS = tuple(TaskSummary.__annotations__)
 
 
 class CreateAnswer(TaskSummary):
@@ -161,50 +164,24 @@ class EventView(TypedDict):
 
 
 def task_summary(task: TaskRow) -> TaskSummary:
-    return {
-        "task_id": task.task_id,
-        "status": task.status,
-        "revision": task.revision,
-        "attempt": task.attempt,
-        "max_attempts": task.max_attempts,
-        "claimed_by": task.claimed_by,
-        "lease_expires_at": task.lease_expires_at,
-    }
+    """The task's columns `TaskSummary` names, in its order."""
+    return cast(TaskSummary, {name: getattr(task, name) for name in _SUMMARY_COLUMNS})
 
 
 def task_view(task: TaskRow, last_holder: str | None) -> TaskView:
-    """The task's view; `last_holder` as `core.tasks.holders.last_holder` finds it."""
-    return {
-        "task_id": task.task_id,
-        "goal": task.goal,
-        "instructions": task.instructions,
-        "success_criteria": _parsed(task.success_criteria_json, "success_criteria_json"),
-        "required_capabilities": _parsed(
-            task.required_capabilities_json, "required_capabilities_json"
-        ),
-        "constraints": _parsed(task.constraints_json, "constraints_json"),
-        "metadata": _parsed(task.metadata_json, "metadata_json"),
-        "deadline": task.deadline,
-        "priority": task.priority,
-        "max_attempts": task.max_attempts,
-        "attempt": task.attempt,
-        "status": task.status,
-        "claimed_by": task.claimed_by,
-        "lease_token_hash": task.lease_token_hash,
-        "lease_expires_at": task.lease_expires_at,
-        "result": _parsed(task.result_json, "result_json"),
-        "result_digest": task.result_digest,
-        "result_idempotency_key": task.result_idempotency_key,
-        "verification": _parsed(task.verification_json, "verification_json"),
-        "revision": task.revision,
-        "created_at": task.created_at,
-        "updated_at": task.updated_at,
-        "verification_mode": task.verification_mode,
-        "retry": {"base_seconds": task.retry_base_seconds, "max_seconds": task.retry_max_seconds},
-        "not_before": task.not_before,
-        "awaiting_projection": bool(task.awaiting_projection),
-        "last_holder": last_holder,
-    }
+    """The task's columns in order, each `*_json` parsed under its name without the suffix;
+    `last_holder` as `core.tasks.holders.last_holder` finds it."""
+    view: dict[str, Any] = {}
+    for column, value in task._asdict().items():
+        if column.endswith("_json"):
+            view[column.removesuffix("_json")] = _parsed(value, column)
+        elif column == "retry_base_seconds":
+            view["retry"] = {"base_seconds": value, "max_seconds": task.retry_max_seconds}
+        elif column not in ("retry_max_seconds", "seq"):
+            view[column] = value
+    view["awaiting_projection"] = bool(task.awaiting_projection)
+    view["last_holder"] = last_holder
+    return cast(TaskView, view)
 
 
 def event_view(event: EventRow) -> EventView:

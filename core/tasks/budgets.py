@@ -13,7 +13,7 @@ from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.kinds import Between, Text
 from aios_ledger.core.log.rows import TASK_SPEND, RowImage, row_image
 from aios_ledger.core.records import record_from_row
-from aios_ledger.core.structuring import FieldRefused, structure, unstructure
+from aios_ledger.core.structuring import FieldRefused, Structured, structure, unstructure
 
 MAX_WALL_SECONDS = 7 * 24 * 3600
 # Bounds that no honest report comes near and that every engine's 64-bit integers hold summed.
@@ -62,18 +62,16 @@ LIMITS = ("wall_seconds", "input_tokens", "output_tokens")
 
 
 @attrs.frozen(kw_only=True)
-class Usage:
+class Usage(Structured):
     """What an attempt reports it spent: tokens in and out, what they cost (if known), and the
     model that spent them (if it says), sealed with the result's event."""
+
+    WHAT = "usage"
 
     input_tokens: Tokens = 0
     output_tokens: Tokens = 0
     cost: Money | None = None
     model: ModelName | None = None
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> Usage:
-        return structure(raw, cls, what="usage")
 
     def public(self) -> JsonObject:
         # A usage without a model is sealed as it was before `model` was known.

@@ -5,6 +5,7 @@ rules."""
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, cast
 
@@ -30,7 +31,6 @@ from aios_ledger.core.tasks.answers import (
     ClaimAnswer,
     CreateAnswer,
     ExpireAnswer,
-    TaskSummary,
     task_summary,
 )
 from aios_ledger.core.tasks.attempts import (
@@ -52,6 +52,7 @@ from aios_ledger.core.tasks.budgets import (
 from aios_ledger.core.tasks.modes import VerificationMode
 from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.requests import (
+    DAY_TWO_DEFAULTS,
     ClaimBatchRequest,
     ClaimRequest,
     ExpireRequest,
@@ -170,7 +171,9 @@ def _recorded(
         response_json=stored_answer(answer),
         created_at=now.text,
     )
-    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), _answered(event, row)
+    # The event also seals the stored answer, so that `verify` finds one changed by hand.
+    sealed = attrs.evolve(event, rows=(*event.rows, row.image()))
+    return SqlWrite(Statement.TASK_IDEMPOTENCY_INSERT, row._asdict()), sealed
 
 
 def _event(
@@ -192,11 +195,6 @@ def _event(
         written=task.written(before),
         actor=actor,
     )
-
-
-def _answered(event: EventAppend, recorded: RecordedAnswerRow) -> EventAppend:
-    """`event` also sealing the stored answer, so that `verify` finds one changed by hand."""
-    return attrs.evolve(event, rows=(*event.rows, recorded.image()))
 
 
 def _passed(moment: str | None, now: Timestamp) -> bool:
@@ -344,14 +342,16 @@ def _decide_one(
         rules.check(task, request, state, inputs, now)
     changes = None if rules.changes is None else rules.changes(task, request, inputs, now, status)
     records = None if rules.records is None else rules.records(task, request, state, now)
-    payload = rules.payload if records is None else _with_facts(rules.payload, records.facts)
     move = _move(
-        row, task, request, now, status, changes=changes, payload=payload, actor=inputs.actor
+        row, task, request, now, status, changes=changes, payload=rules.payload, actor=inputs.actor
     )
     writes, events = [move.write], [move.event]
     if records is not None:
         writes.extend(records.writes)
-        events[0] = attrs.evolve(move.event, rows=(*move.event.rows, *records.rows))
+        payload = {**move.event.payload, **records.facts}
+        events[0] = attrs.evolve(
+            move.event, payload=payload, rows=(*move.event.rows, *records.rows)
+        )
     final = move.after
     if rules.then is not None and (records is None or not records.held):
         more = rules.then(move.after, request, inputs, now)
@@ -371,15 +371,6 @@ def _decide_one(
 
 
 PLAIN = Rules()
-
-
-def _with_facts(
-    payload: Callable[[Step], JsonObject] | None, facts: JsonObject
-) -> Callable[[Step], JsonObject]:
-    def read(step: Step) -> JsonObject:
-        return {**({} if payload is None else payload(step)), **facts}
-
-    return read
 
 
 # -- retry: more attempts, due at once
@@ -436,16 +427,24 @@ def _submit_then(
     *,
     judge: TaskTransition,
 ) -> _Move | None:
+    """A task verified automatically is judged in the same plan, as the verify row would."""
     if submitted.verification_mode != VerificationMode.AUTO:
         return None
     judgement = automatic_judgement(request.result)
-    return _judged(
+    status = judge.next_status(submitted, judgement)
+    jitter = inputs.jitter or 0.0
+    changes = _judgement_changes(
+        submitted, judgement, now, jitter=jitter, status=status, automatic=True
+    )
+    payload = _judgement_payload(automatic=True)
+    return _move(
         judge,
         submitted,
         judgement,
         now,
-        jitter=inputs.jitter or 0.0,
-        automatic=True,
+        status,
+        changes=changes,
+        payload=payload,
         actor=inputs.actor,
     )
 
@@ -521,32 +520,6 @@ def _judgement_payload(automatic: bool) -> Callable[[Step], JsonObject]:
         return facts
 
     return payload
-
-
-def _judged(
-    row: TaskTransition,
-    task: TaskRow,
-    judgement: Judgement,
-    now: Timestamp,
-    *,
-    jitter: float,
-    automatic: bool,
-    actor: Actor,
-) -> _Move:
-    status = row.next_status(task, judgement)
-    changes = _judgement_changes(
-        task, judgement, now, jitter=jitter, status=status, automatic=automatic
-    )
-    return _move(
-        row,
-        task,
-        judgement,
-        now,
-        status,
-        changes=changes,
-        payload=_judgement_payload(automatic),
-        actor=actor,
-    )
 
 
 def _verify_check(
@@ -674,15 +647,12 @@ def decide_creation(
         "required_capabilities": list[JsonValue](request_task.required_capabilities),
         "deadline": task.deadline,
         "idempotency_key": idempotency_key,
-        **{name: value for name, value in request_task.public().items() if name in _DAY_TWO},
+        # Day two's fields only when set, so that older seals stay as they were.
+        **{key: value for key, value in request_task.public().items() if key in DAY_TWO_DEFAULTS},
     }
     event = _event(task, row.event, payload, None, before=None, actor=inputs.actor)
     write, event = _recorded(event, idempotency_key, row.name, task_id, digest, answer, now)
     return sealed_plan((insert, write), (event,), answer, tail=state.tail)
-
-
-# Day two's fields a TASK_CREATED payload says only when set, so that older seals stay as they were.
-_DAY_TWO = ("verification", "retry", "not_before", "budget", "governed")
 
 
 def _metadata_with_budget(request: TaskCreateRequest) -> JsonObject:
@@ -766,9 +736,13 @@ def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
         if task.task_id in seen:
             continue
         seen.add(task.task_id)
-        if task.status == TaskStatus.CLAIMED and _passed(task.lease_expires_at, now):
+        if _lease_passed(task, now):
             passed.append(task)
     return passed
+
+
+def _lease_passed(task: TaskRow, now: Timestamp) -> bool:
+    return task.status == TaskStatus.CLAIMED and _passed(task.lease_expires_at, now)
 
 
 def _claim_pool(state: TaskState, requeued: Mapping[str, TaskRow]) -> list[TaskRow]:
@@ -809,6 +783,7 @@ def _claimed(
     claimed = move.after
     envelope = task_envelope(task)
     runtime_input = None if envelope is None else envelope["runtime_input"]
+    budget = budget_of(claimed.metadata(), claimed.task_id)
     answer: ClaimAnswer = {
         **task_summary(claimed),
         "goal": claimed.goal,
@@ -820,7 +795,7 @@ def _claimed(
         "priority": claimed.priority,
         "envelope": envelope,
         "runtime_input": runtime_input,
-        "budget": _public_budget(claimed),
+        "budget": None if budget is None else budget.public(),
         "idempotent": False,
         "lease_token": lease_token,
     }
@@ -840,11 +815,6 @@ def _claimed(
         )
         writes.append(write)
     return writes, event, answer
-
-
-def _public_budget(task: TaskRow) -> JsonObject | None:
-    budget = budget_of(task.metadata(), task.task_id)
-    return None if budget is None else budget.public()
 
 
 def decide_claims(
@@ -875,16 +845,10 @@ def decide_claims(
     replay = None if digest is None else replay_or_conflict(state.prior, digest, ClaimAnswer)
     if replay is not None:
         return Replay({**replay.response, "lease_token": tokens[0]})
-    writes: list[SqlWrite] = []
-    events: list[EventAppend] = []
-    requeued: dict[str, TaskRow] = {}
-    for task in _passed_leases(state, now):
-        move = _move(
-            takeover, task, None, now, takeover.next_status(task, None), actor=inputs.actor
-        )
-        writes.append(move.write)
-        events.append(move.event)
-        requeued[task.task_id] = move.after
+    taken_over = _expire(takeover, _passed_leases(state, now), None, now, inputs.actor)
+    writes = [move.write for move in taken_over]
+    events = [move.event for move in taken_over]
+    requeued = {move.after.task_id: move.after for move in taken_over}
     if claim.task_id is not None:
         named = requeued.get(claim.task_id, require_task(claim.task_id, state.task))
         refusal = claim_refusal(named, claim.capabilities, now)
@@ -918,20 +882,23 @@ def decide_expiry(
 ) -> WritePlan[ExpireAnswer] | None:
     state = typed_as(state, ExpiryState)
     request = typed_as(request, ExpireRequest)
-    actor = inputs.actor
-    writes: list[SqlWrite] = []
-    events: list[EventAppend] = []
-    expired: list[TaskSummary] = []
-    for task in state.tasks:
-        if len(writes) == request.limit:
-            break
-        if task.status != TaskStatus.CLAIMED or not _passed(task.lease_expires_at, now):
-            continue
-        move = _move(row, task, request, now, row.next_status(task, request), actor=actor)
-        writes.append(move.write)
-        events.append(move.event)
-        expired.append(task_summary(move.after))
-    if not writes:
+    passed = itertools.islice(
+        (task for task in state.tasks if _lease_passed(task, now)), request.limit
+    )
+    moves = _expire(row, passed, request, now, inputs.actor)
+    if not moves:
         return None
+    expired = [task_summary(move.after) for move in moves]
     answer: ExpireAnswer = {"expired": expired, "count": len(expired)}
+    writes, events = [move.write for move in moves], [move.event for move in moves]
     return sealed_plan(writes, events, answer, tail=state.tail)
+
+
+def _expire(
+    row: TaskTransition, tasks: Iterable[TaskRow], request: Any, now: Timestamp, actor: Actor
+) -> list[_Move]:
+    """Each of `tasks`, whose lease has passed, back to the queue (or failed, its attempts used)."""
+    return [
+        _move(row, task, request, now, row.next_status(task, request), actor=actor)
+        for task in tasks
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core.actors import AGENT, OWNER, REVIEWER, Actor
@@ -90,6 +90,7 @@ from aios_ledger.core.tasks.verification import Judgement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 _O = TaskOperation
+A = TypeVar("A")
 
 
 def _attempts_left(task: TaskRow) -> bool:
@@ -132,11 +133,9 @@ _EXPIRE = TaskTransition(
     decide=decide_expiry,
     event=TASK_LEASE_EXPIRED,
     keyed=False,
-    fenced=False,
     lease=Lease.END,
     outcome=_expire_outcome,
     payload=(ATTEMPT, PASSED_LEASE, NEXT_STATE),
-    answer=(),
     agent=EventAgent.HOLDER,
     role=None,  # the ledger's own: `expire-leases`, and every claim first
     route=None,
@@ -151,13 +150,10 @@ _VERIFY = TaskTransition(
     shell_inputs=("jitter",),
     decide=decide_on_task(VERIFY_RULES),
     event=TASK_VERIFIED,
-    keyed=True,
-    fenced=False,
     lease=Lease.END,
     outcome=_verify_outcome,
     payload=(DECISION, NEXT_STATE, REASON),  # and the backoff's not_before
     answer=(DECISION, NEXT_STATE, RESULT_DIGEST),
-    agent=EventAgent.NOBODY,
     role=REVIEWER,
     route="verification",
     command="task verify",
@@ -174,13 +170,10 @@ def _owner_move(
         request=request,
         decide=decide_on_task(PLAIN),
         event=event,
-        keyed=True,
-        fenced=False,
         lease=Lease.KEEP,
         outcome=outcome,
         payload=(REASON, PREVIOUS_STATUS, NEXT_STATE),
         answer=(PREVIOUS_STATUS,),
-        agent=EventAgent.NOBODY,
         role=OWNER,
         route=name,
         command=f"task {name}",
@@ -198,13 +191,9 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 shell_inputs=("task_id",),
                 decide=decide_creation,
                 event=TASK_CREATED,
-                keyed=True,
-                fenced=False,
                 lease=Lease.KEEP,
                 outcome=_O.CREATE,
                 payload=(),  # the task's own fields: the decision's
-                answer=(),
-                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route=None,  # POST /v1/tasks
                 command="task create",
@@ -217,7 +206,6 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 decide=functools.partial(decide_claims, takeover=_EXPIRE),
                 event=TASK_CLAIMED,
                 keyed=True,  # when the request has a key (with its own lease token)
-                fenced=False,
                 lease=Lease.TAKE,
                 outcome=_O.CLAIM,
                 payload=(ATTEMPT, LEASE_EXPIRES_AT),  # and the attempt's evidence run
@@ -239,7 +227,6 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 lease=Lease.EXTEND,
                 outcome=_O.HEARTBEAT,
                 payload=(ATTEMPT, LEASE_EXPIRES_AT),
-                answer=(),
                 agent=EventAgent.HOLDER,
                 role=AGENT,
                 route="heartbeat",
@@ -257,7 +244,6 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 lease=Lease.END,
                 outcome=_release_outcome,
                 payload=(ATTEMPT, REASON, NEXT_STATE),
-                answer=(),
                 agent=EventAgent.HOLDER,
                 role=AGENT,
                 route="release",
@@ -272,7 +258,6 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 shell_inputs=("contracts", "jitter"),
                 decide=decide_on_task(submit_rules(judge=_VERIFY)),
                 event=RESULT_SUBMITTED,
-                keyed=True,
                 fenced=True,
                 lease=Lease.END,
                 outcome=_O.SUBMIT,
@@ -291,13 +276,10 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 request=CancelRequest,
                 decide=decide_on_task(PLAIN),
                 event=TASK_CANCELLED,
-                keyed=True,
-                fenced=False,
                 lease=Lease.END,
                 outcome=_O.CANCEL,
                 payload=(REASON, PREVIOUS_STATUS),
                 answer=(PREVIOUS_STATUS,),
-                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route="cancel",
                 command="cancel",
@@ -309,13 +291,10 @@ TASK_OPERATIONS: Mapping[str, TaskTransition] = MappingProxyType(
                 request=RetryRequest,
                 decide=decide_on_task(RETRY_RULES),
                 event=TASK_REQUEUED,
-                keyed=True,
-                fenced=False,
                 lease=Lease.END,
                 outcome=_O.RETRY,
                 payload=(REASON, PREVIOUS_STATUS, ATTEMPT, MAX_ATTEMPTS),
                 answer=(PREVIOUS_STATUS,),
-                agent=EventAgent.NOBODY,
                 role=OWNER,
                 route="retry",
                 command="task retry",
@@ -388,25 +367,25 @@ def decide_task(
 
 
 def _decided(
-    kind: type[TaskRequest[Any]],
+    kind: type[TaskRequest[A]],
     state: TaskState | ExpiryState,
     request: object,
     *,
     now: Timestamp,
     actor: Actor,
     **inputs: Any,
-) -> Decision[Any] | None:
+) -> Decision[A]:
     """`decide_task` on a `kind` only: an operation's own name takes no other's request."""
     require_timestamp(now)
-    return decide_task(state, typed_as(request, kind), now=now, actor=actor, **inputs)
+    decision = decide_task(state, typed_as(request, kind), now=now, actor=actor, **inputs)
+    return cast(Decision[A], decision)
 
 
 def decide_create(
     state: TaskState, request: TaskCreateCommand, *, now: Timestamp, actor: Actor, task_id: str
 ) -> Decision[CreateAnswer]:
     """`task_id` is the request's, or one the shell generated; the key is bound to the task."""
-    decision = _decided(TaskCreateCommand, state, request, now=now, actor=actor, task_id=task_id)
-    return cast(Decision[CreateAnswer], decision)
+    return _decided(TaskCreateCommand, state, request, now=now, actor=actor, task_id=task_id)
 
 
 def decide_claim(
@@ -428,8 +407,7 @@ def decide_claim(
 def decide_heartbeat(
     state: TaskState, request: HeartbeatRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[HeartbeatAnswer]:
-    decision = _decided(HeartbeatRequest, state, request, now=now, actor=actor)
-    return cast(Decision[HeartbeatAnswer], decision)
+    return _decided(HeartbeatRequest, state, request, now=now, actor=actor)
 
 
 def decide_submit(
@@ -444,7 +422,7 @@ def decide_submit(
 ) -> Decision[SubmitAnswer]:
     """`contracts`: result contract name -> JSON Schema."""
     require_timestamp(now)
-    decision = _decided(
+    return _decided(
         SubmitRequest,
         attrs.evolve(state, proposal=proposal),
         request,
@@ -453,7 +431,6 @@ def decide_submit(
         contracts=contracts,
         jitter=jitter,
     )
-    return cast(Decision[SubmitAnswer], decision)
 
 
 def decide_verify(
@@ -477,16 +454,14 @@ def decide_verify(
 def decide_cancel(
     state: TaskState, request: CancelRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[CancelAnswer]:
-    decision = _decided(CancelRequest, state, request, now=now, actor=actor)
-    return cast(Decision[CancelAnswer], decision)
+    return _decided(CancelRequest, state, request, now=now, actor=actor)
 
 
 def decide_retry(
     state: TaskState, request: RetryRequest, *, now: Timestamp, actor: Actor
 ) -> Decision[RetryAnswer]:
     """A FAILED or CANCELLED task back to QUEUED at once, with `extra_attempts` more attempts."""
-    decision = _decided(RetryRequest, state, request, now=now, actor=actor)
-    return cast(Decision[RetryAnswer], decision)
+    return _decided(RetryRequest, state, request, now=now, actor=actor)
 
 
 def decide_expire(

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import attrs
 from aios_ledger.core.kinds import Between, Identifier
-from aios_ledger.core.structuring import structure
+from aios_ledger.core.structuring import Structured
 from aios_ledger.core.tasks.transitions import TaskStatus
 
 MAX_LIST = 10_000
@@ -15,23 +15,15 @@ DEFAULT_LIST = 100
 
 
 @attrs.frozen
-class TaskReadRequest:
+class TaskReadRequest(Structured):
     """One task (its row, or its events)."""
 
     task_id: Identifier
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> TaskReadRequest:
-        return structure(raw, cls, what="arguments")
-
 
 @attrs.frozen
-class TaskListRequest:
+class TaskListRequest(Structured):
     """Tasks of one status in claim order (every status: oldest first), at most `limit`."""
 
     status: TaskStatus | None = None
     limit: Annotated[int, Between(1, MAX_LIST)] = DEFAULT_LIST
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> TaskListRequest:
-        return structure(raw, cls, what="arguments")

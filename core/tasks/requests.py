@@ -20,10 +20,12 @@ from aios_ledger.core.kinds import (
     Text,
     TimestampText,
     json_value_check,
+    text_check,
 )
 from aios_ledger.core.structuring import (
     NOT_PUBLIC,
     FieldRefused,
+    Structured,
     converter,
     kind_schema,
     register_kind,
@@ -79,10 +81,7 @@ def lease_token_sha256(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _lease_token(value: Any) -> LeaseToken:
-    if not isinstance(value, str) or not LEASE_TOKEN.fullmatch(value):
-        raise FieldRefused("must be 16-256 characters of [A-Za-z0-9._~+/=-]")
-    return LeaseToken(value)
+_lease_token = text_check(LEASE_TOKEN.fullmatch, "must be 16-256 characters of [A-Za-z0-9._~+/=-]")
 
 
 _json_object = json_value_check(dict, "object")
@@ -99,7 +98,8 @@ def _metadata(value: Any) -> TaskMetadata:
     return TaskMetadata(checked)
 
 
-def _capabilities(limit: int) -> Any:
+def _register_capabilities(kind: Any, limit: int) -> None:
+    """A list of at most `limit` capability names, kept sorted and once each."""
     names = converter.get_structure_hook(list[Identifier])
 
     def check(value: Any) -> list[Identifier]:
@@ -109,11 +109,8 @@ def _capabilities(limit: int) -> Any:
             raise FieldRefused(f"holds more than {limit} capabilities")
         return sorted(set(names(value, list[Identifier])))
 
-    return check
-
-
-def _capabilities_schema(limit: int) -> dict[str, Any]:
-    return {"type": "array", "maxItems": limit, "items": kind_schema(Identifier)}
+    schema = {"type": "array", "maxItems": limit, "items": kind_schema(Identifier)}
+    register_kind(kind, check, schema=schema)
 
 
 register_kind(LeaseToken, _lease_token, schema={"type": "string", "pattern": LEASE_TOKEN.pattern})
@@ -122,16 +119,8 @@ register_kind(
     _metadata,
     schema={"type": "object", "propertyNames": {"not": {"enum": list(RESERVED_METADATA)}}},
 )
-register_kind(
-    RequiredCapabilities,
-    _capabilities(MAX_CAPABILITIES),
-    schema=_capabilities_schema(MAX_CAPABILITIES),
-)
-register_kind(
-    OfferedCapabilities,
-    _capabilities(MAX_OFFERED_CAPABILITIES),
-    schema=_capabilities_schema(MAX_OFFERED_CAPABILITIES),
-)
+_register_capabilities(RequiredCapabilities, MAX_CAPABILITIES)
+_register_capabilities(OfferedCapabilities, MAX_OFFERED_CAPABILITIES)
 
 
 class TaskRequest(Generic[A_co]):
@@ -166,8 +155,10 @@ class _AllPublic:
 
 
 @attrs.frozen(kw_only=True)
-class TaskCreateRequest:
+class TaskCreateRequest(Structured):
     """A new task; every field but `goal` and `instructions` has a default."""
+
+    WHAT = "task"
 
     task_id: RouteIdentifier | None = None
     goal: Annotated[str, Text(max_length=MAX_GOAL)]
@@ -189,20 +180,16 @@ class TaskCreateRequest:
     # A governed task waits for its initial execution projection before any claim.
     governed: bool = False
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> TaskCreateRequest:
-        return structure(raw, cls, what="task")
-
     def public(self) -> JsonObject:
         """The canonical form; day two's fields only when set, so that old keys replay."""
         form = unstructure(self)
-        for name, default in _DAY_TWO_DEFAULTS.items():
+        for name, default in DAY_TWO_DEFAULTS.items():
             if form[name] == default:
                 del form[name]
         return form
 
 
-_DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
+DAY_TWO_DEFAULTS: dict[str, JsonValue] = {
     "verification": VerificationMode.REVIEWER.value,
     "retry": unstructure(RetryPolicy()),
     "not_before": None,
@@ -331,47 +318,41 @@ class VerifyRequest(_AllPublic, TaskRequest[VerifyAnswer]):
 
 
 @attrs.frozen
-class CancelRequest(_AllPublic, TaskRequest[CancelAnswer]):
+class _OwnerMove(_AllPublic):
+    """An owner's keyed move of one task, and why."""
+
     task_id: Identifier
     reason: Reason
     idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
+
+@attrs.frozen
+class CancelRequest(_OwnerMove, TaskRequest[CancelAnswer]):
     what = "cancel"
 
 
 @attrs.frozen
-class RetryRequest(_AllPublic, TaskRequest[RetryAnswer]):
+class RetryRequest(_OwnerMove, TaskRequest[RetryAnswer]):
     """Send a FAILED or CANCELLED task back to the queue with `extra_attempts` more attempts."""
 
-    task_id: Identifier
-    reason: Reason
-    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
     extra_attempts: Annotated[int, Between(1, MAX_EXTRA_ATTEMPTS)] = 1
 
     what = "retry"
 
 
 @attrs.frozen
-class PauseRequest(_AllPublic, TaskRequest[MoveAnswer]):
+class PauseRequest(_OwnerMove, TaskRequest[MoveAnswer]):
     """Hold a QUEUED task out of the queue (PAUSED): no claim takes it until it is resumed. A
     task in another status is `INVALID_TRANSITION`: a CLAIMED one's holder is at work on it
     (cancel it to stop it, or pause it once it is back in the queue)."""
-
-    task_id: Identifier
-    reason: Reason
-    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     what = "pause"
 
 
 @attrs.frozen
-class ResumeRequest(_AllPublic, TaskRequest[MoveAnswer]):
+class ResumeRequest(_OwnerMove, TaskRequest[MoveAnswer]):
     """Let a PAUSED task back into the queue (QUEUED, with its attempts and schedule as they
     were); a task in another status is `INVALID_TRANSITION`."""
-
-    task_id: Identifier
-    reason: Reason
-    idempotency_key: Identifier = attrs.field(metadata=NOT_PUBLIC)
 
     what = "resume"
 

@@ -218,13 +218,13 @@ class TaskTransition:
     shell_inputs: tuple[str, ...] = ()
     decide: Callable[..., Decision[Any] | None]
     event: str
-    keyed: bool
-    fenced: bool
+    keyed: bool = True  # bound to an idempotency key
+    fenced: bool = False  # only the live lease's holder may ask
     lease: Lease
     outcome: TaskOperation | Callable[[TaskRow, Any], TaskOperation]
     payload: tuple[Fact, ...]
-    answer: tuple[Fact, ...]
-    agent: EventAgent
+    answer: tuple[Fact, ...] = ()
+    agent: EventAgent = EventAgent.NOBODY
     role: str | None
     route: str | None
     command: str | None
