@@ -1,10 +1,13 @@
 -- Auxiliary runs: reads and the guarded transitions.
 
--- name: get_auxiliary_run^
--- returns: AuxiliaryRunRow
-SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
+-- fragment: auxiliary_run_columns
+aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
        evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
        output_digest, error_code, error
+
+-- name: get_auxiliary_run^
+-- returns: AuxiliaryRunRow
+SELECT {{auxiliary_run_columns}}
 FROM auxiliary_runs WHERE aux_id = :aux_id;
 
 -- name: insert_auxiliary_run!
@@ -30,7 +33,5 @@ WHERE aux_id = :aux_id
 
 -- name: unfinished_auxiliary_runs
 -- returns: AuxiliaryRunRow
-SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
-       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
-       output_digest, error_code, error
+SELECT {{auxiliary_run_columns}}
 FROM auxiliary_runs WHERE state IN ('PENDING', 'RUNNING') ORDER BY aux_id;

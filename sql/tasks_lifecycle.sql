@@ -1,9 +1,7 @@
--- The task lifecycle: inserts, the one compare-and-swap every transition uses, the claim's
--- candidates, lease expiry, the idempotency ledger and reads.
+-- The task lifecycle: the one compare-and-swap every transition uses, the claim, leases, reads.
 
 -- name: tasks_cas_update!
--- Every transition, in the one compare-and-swap form (core/statements.py): the row must still be
--- at the revision the decision read, and the new revision is exactly one more.
+-- Every transition: the row must still be at the revision the decision read.
 UPDATE tasks
 SET status = :status,
     attempt = :attempt,
@@ -33,6 +31,5 @@ SELECT idempotency_key, request_sha256, response_json
 FROM task_idempotency WHERE idempotency_key = :idempotency_key;
 
 -- name: tasks_count_of_status$
--- How many tasks have one status, up to :bound + 1: the task list only needs to know whether
--- the status has more than :bound tasks to choose between tasks_page and tasks_page_of_status.
+-- How many tasks have one status, up to :bound + 1 (to choose tasks_page_of_status or not).
 SELECT count(*) FROM (SELECT 1 FROM tasks WHERE status = :status LIMIT :bound + 1) AS counted;

@@ -2,9 +2,7 @@
 
 -- name: list_auxiliary_runs
 -- returns: AuxiliaryRunRow
-SELECT aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
-       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
-       output_digest, error_code, error
+SELECT {{auxiliary_run_columns}}
 FROM auxiliary_runs
 WHERE (:state::text IS NULL OR state = :state)
   AND (:session_id::text IS NULL OR session_id = :session_id)
@@ -21,14 +19,9 @@ WHERE e.task_id IS NULL AND e.event_type LIKE 'AUXILIARY_RUN_%'
 ORDER BY e.event_id;
 
 -- name: review_candidates
--- The one place `review` chooses its tasks: SUBMITTED ones judged by a reviewer and within
--- budget, fewest failed reviews of the attempt first, so a failing task never holds a round up.
-SELECT t.task_id, t.goal, t.instructions, t.success_criteria_json, t.required_capabilities_json,
-       t.constraints_json, t.metadata_json, t.deadline, t.priority, t.max_attempts, t.attempt,
-       t.status, t.claimed_by, t.lease_token_hash, t.lease_expires_at, t.result_json,
-       t.result_digest, t.result_idempotency_key, t.verification_json, t.revision, t.created_at,
-       t.updated_at, t.verification_mode, t.retry_base_seconds, t.retry_max_seconds,
-       t.not_before, t.seq, t.awaiting_projection,
+-- The one place `review` chooses its tasks: fewest failed reviews of the attempt first, so a
+-- failing task never holds a round up.
+SELECT {{task_columns}},
        (SELECT COUNT(*) FROM auxiliary_runs AS a
         WHERE a.session_id = 'task:' || t.task_id
           AND a.run_id = t.task_id || '@' || t.attempt
