@@ -188,6 +188,12 @@ def registered(target: object) -> Registered:
     return _BY_SCHEME.get(url_scheme(target)) or _BY_SCHEME[None]
 
 
+def check_streamed(name: str, found: tuple[str, ...], columns: tuple[str, ...]) -> None:
+    """A stream read as tuples must return the columns its reader expects."""
+    if found != columns:
+        raise LedgerError("STATEMENT_INVALID", f"{name} returns {found}, expected {columns}")
+
+
 def engine_names() -> tuple[str, ...]:
     """Every registered engine, in the registry's order."""
     return tuple(engine.name for engine in ENGINES)

@@ -33,7 +33,7 @@ from aios_ledger.core.log.merkle import IntegrationBound
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
-from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row
+from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row, check_streamed
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
 from aios_ledger.shell.db.statements import statement_texts, statements
@@ -295,13 +295,6 @@ class PgConnection:
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._round_trip(((name, params),))[0]
 
-    def run_together(
-        self, items: Sequence[tuple[str, Mapping[str, Any] | None]]
-    ) -> list[psycopg.Cursor[Any]]:
-        """Reads in one round trip; each has its own snapshot, so a read after a locking read
-        sees what was committed before the lock was granted."""
-        return self._round_trip(items)
-
     def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
         self.flush()
         with self.raw.cursor() as cursor:
@@ -361,7 +354,9 @@ class PgConnection:
             return []
         self._prepare_append(appending)
         try:
-            cursors = self.run_together([(name, params) for name, params, _ in reads])
+            # Each read has its own snapshot: one after a locking read sees what was committed
+            # before the lock was granted.
+            cursors = self._round_trip([(name, params) for name, params, _ in reads])
         except LedgerError:
             # A parameter refused before anything was sent: nothing is reserved for it.
             self._ids_to_reserve = 0
@@ -394,12 +389,7 @@ class PgConnection:
         self, name: str, columns: tuple[str, ...]
     ) -> Iterator[Iterator[tuple[Any, ...]]]:
         with self.stream(name, None, f"aios_verify_{name}") as streamed:
-            described = streamed.description
-            found = columns if described is None else tuple(c.name for c in described)
-            if found != columns:
-                raise LedgerError(
-                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
-                )
+            check_streamed(name, _columns(streamed) or columns, columns)
             yield iter(streamed)
 
     def run_write(self, name: str, params: Params | None = None) -> int:
@@ -768,21 +758,17 @@ class PostgresDatabase(Database):
         try:
             result = work(conn)
         except BaseException:
-            self._local.conn = None
             with contextlib.suppress(psycopg.Error):
                 conn.rollback()
             raise
-        self._local.conn = None
+        finally:
+            self._local.conn = None
         try:
             # The plan's writes go with the COMMIT: a broken connection leaves the outcome unknown.
             conn.commit()
-        except psycopg.Error as exc:
-            if is_unavailable(exc):
+        except BaseException as exc:
+            if isinstance(exc, psycopg.Error) and is_unavailable(exc):
                 raise _CommitUncertain(str(exc)) from exc
-            with contextlib.suppress(psycopg.Error):
-                conn.rollback()
-            raise
-        except BaseException:
             with contextlib.suppress(psycopg.Error):
                 conn.rollback()
             raise

@@ -31,6 +31,7 @@ from aios_ledger.shell.db.engines import (
     Params,
     Read,
     Row,
+    check_streamed,
     refuse_unsupported_url,
 )
 from aios_ledger.shell.db.engines.sqlite_checkpoints import (
@@ -218,14 +219,8 @@ class SqliteConnection(apsw.Connection):
         cursor = self.cursor()
         try:
             cursor.execute(_TEXTS[name])
-            try:
-                found = _columns(cursor)
-            except apsw.ExecutionCompleteError:
-                found = columns
-            if found != columns:
-                raise LedgerError(
-                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
-                )
+            with contextlib.suppress(apsw.ExecutionCompleteError):  # no rows: nothing to check
+                check_streamed(name, _columns(cursor), columns)
             yield iter(cursor)
         finally:
             cursor.close()
