@@ -28,6 +28,20 @@ WHERE name = :name AND revision = :expected_revision;
 SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
 FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 
+-- name: agent_scan_spend^
+-- What an agent's scans of its proposals to a repository spent since a time.
+SELECT count(*) AS scans,
+       CAST(coalesce(sum(spent.scan_bytes), 0) AS bigint) AS scan_bytes,
+       CAST(coalesce(sum(spent.scan_seconds), 0.0) AS double precision) AS scan_seconds,
+       min(spent.created_at) AS oldest_at
+FROM (
+  SELECT scan_bytes, scan_seconds, created_at FROM task_proposals
+  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
+  UNION ALL
+  SELECT scan_bytes, scan_seconds, created_at FROM agent_scan_charges
+  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
+) AS spent;
+
 -- name: scan_charges_of_attempt$
 SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
 
