@@ -23,10 +23,7 @@ SELECT required_capabilities_json,
        COUNT(*) AS tasks,
        MIN(not_before) AS earliest
 FROM tasks
-WHERE status = 'QUEUED'
-  AND awaiting_projection = 0
-  AND attempt < max_attempts
-  AND (deadline IS NULL OR deadline > :now)
+WHERE {{claimable_task}}
 GROUP BY required_capabilities_json,
          CASE WHEN not_before IS NOT NULL AND not_before > :now THEN 1 ELSE 0 END
 LIMIT :limit;

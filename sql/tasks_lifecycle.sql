@@ -1,5 +1,12 @@
 -- The task lifecycle: the one compare-and-swap every transition uses, the claim, leases, reads.
 
+-- fragment: claimable_task
+-- A task a claimer could take now, but for its capabilities and not_before.
+status = 'QUEUED'
+  AND awaiting_projection = 0
+  AND attempt < max_attempts
+  AND (deadline IS NULL OR deadline > :now)
+
 -- name: tasks_cas_update!
 -- Every transition: the row must still be at the revision the decision read.
 UPDATE tasks

@@ -23,8 +23,7 @@ events
 task_proposals
 
 -- name: tasks_next_seq$
--- The next task's creation sequence, from a sequence since creations run beside other
--- writers: unique, not dense.
+-- The next task's creation sequence, from a sequence: creations run beside other writers.
 SELECT nextval('task_seqs');
 
 -- name: tasks_claim_candidates
@@ -34,10 +33,7 @@ SELECT nextval('task_seqs');
 WITH locked AS (
   SELECT {{task_columns}}
   FROM tasks
-  WHERE status = 'QUEUED'
-    AND awaiting_projection = 0
-    AND attempt < max_attempts
-    AND (deadline IS NULL OR deadline > :now)
+  WHERE {{claimable_task}}
     AND (not_before IS NULL OR not_before <= :now)
     AND capabilities_offered(required_capabilities_json, :offered_json)
   ORDER BY priority DESC, seq
@@ -48,8 +44,7 @@ SELECT * FROM locked ORDER BY priority DESC, seq;
 
 -- name: tasks_expired_leases
 -- returns: TaskRow
--- CLAIMED tasks whose lease has passed, oldest expiry first, locked: one its holder is
--- working on right now is skipped, not waited for.
+-- CLAIMED tasks whose lease has passed, locked: one its holder is working on is skipped.
 SELECT {{task_columns}}
 FROM tasks
 WHERE status = 'CLAIMED' AND lease_expires_at <= :now

@@ -23,8 +23,7 @@ events INDEXED BY events_claims_by_task
 task_proposals INDEXED BY task_proposals_by_repository_task
 
 -- name: tasks_next_seq$
--- The next task's creation sequence, read under the write lock: the claim order of equal
--- priorities.
+-- The next task's creation sequence (the claim order of equal priorities), under the write lock.
 SELECT coalesce(max(seq), 0) + 1 FROM tasks;
 
 -- name: tasks_claim_candidates
@@ -33,10 +32,7 @@ SELECT coalesce(max(seq), 0) + 1 FROM tasks;
 -- that is not a JSON array of names never matches. The core checks each candidate again.
 SELECT {{task_columns}}
 FROM tasks INDEXED BY tasks_claim_order
-WHERE status = 'QUEUED'
-  AND awaiting_projection = 0
-  AND attempt < max_attempts
-  AND (deadline IS NULL OR deadline > :now)
+WHERE {{claimable_task}}
   AND (not_before IS NULL OR not_before <= :now)
   AND CASE WHEN json_valid(required_capabilities_json)
            THEN json_type(required_capabilities_json) = 'array' ELSE 0 END

@@ -389,10 +389,7 @@ class SqliteDatabase(Database):
             flags = apsw.SQLITE_OPEN_READWRITE
         elif self.path != ":memory:":
             database_file_exists(self.path)
-        try:
-            self.conn = SqliteConnection(self.path, flags=flags, vfs=vfs)
-        except apsw.Error as exc:
-            raise storage_error(exc, self.path) from None
+        self.conn = self._connect(flags)
         try:
             self._prepare(synchronous, vfs, step)
         except BaseException:
@@ -403,13 +400,6 @@ class SqliteDatabase(Database):
 
     def _prepare(self, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         conn = self.conn
-        try:
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            # Without QPSG, a statement whose LIMIT is a parameter is prepared again on every
-            # bind; plans here never depend on parameter values, so nothing is lost.
-            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
-        except apsw.Error as exc:
-            raise storage_error(exc, self.path) from None
         # The schema is read before the journal mode is written: a refused file stays as it was.
         plan = None
         if step is not _SchemaStep.AS_FOUND:
@@ -461,11 +451,21 @@ class SqliteDatabase(Database):
 
     def open_reader(self) -> SqliteConnection:
         """Another connection to the same file, for reads beside the writer."""
+        return self._connect(apsw.SQLITE_OPEN_READWRITE)
+
+    def _connect(self, flags: int) -> SqliteConnection:
         try:
-            conn = SqliteConnection(self.path, flags=apsw.SQLITE_OPEN_READWRITE, vfs=self._vfs)
+            conn = SqliteConnection(self.path, flags=flags, vfs=self._vfs)
+        except apsw.Error as exc:
+            raise storage_error(exc, self.path) from None
+        try:
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            # Without QPSG, a statement whose LIMIT is a parameter is prepared again on every
+            # bind; plans here never depend on parameter values, so nothing is lost.
             conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         except apsw.Error as exc:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
             raise storage_error(exc, self.path) from None
         return conn
 
