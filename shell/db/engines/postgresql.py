@@ -781,7 +781,7 @@ class PostgresDatabase(Database):
         if conn is None:
             raise LedgerError("STORAGE_ERROR", "cursor_rows outside a transaction")
         with conn.stream(name, params, f"aios_rows_{next(_CURSOR_NAMES)}") as cursor:
-            columns = [] if cursor.description is None else [c.name for c in cursor.description]
+            columns = _columns(cursor) or ()
             yield (dict(zip(columns, row, strict=True)) for row in cursor)
 
 

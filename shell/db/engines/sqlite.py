@@ -143,6 +143,15 @@ def _columns(cursor: apsw.Cursor) -> tuple[str, ...]:
     return tuple(column[0] for column in cursor.get_description())
 
 
+def _dict_rows(cursor: apsw.Cursor) -> Iterator[Row]:
+    """A cursor's rows as dicts (a statement that returned no row has no columns to name)."""
+    try:
+        columns = _columns(cursor)
+    except apsw.ExecutionCompleteError:
+        return iter(())
+    return (dict(zip(columns, row, strict=True)) for row in cursor)
+
+
 class SqliteConnection(apsw.Connection):
     """An apsw connection that is also the ledger's `engines.Connection`."""
 
@@ -159,12 +168,7 @@ class SqliteConnection(apsw.Connection):
             raise _parameter_error(name, exc) from None
 
     def fetch_all(self, name: str, params: Params | None = None) -> list[Row]:
-        cursor = self.run_statement(name, params)
-        try:
-            columns = [column[0] for column in cursor.get_description()]
-        except apsw.ExecutionCompleteError:
-            return []
-        return [dict(zip(columns, row, strict=True)) for row in cursor]
+        return list(_dict_rows(self.run_statement(name, params)))
 
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
         # Straight off the cursor (the hot read): no generator, no helper call.
@@ -578,13 +582,7 @@ class SqliteDatabase(Database):
         conn = self.conn
         if self.group_commit is not None:
             conn = cast(SqliteConnection, self.group_commit.reader())
-        cursor = conn.run_statement(name, params)
-        try:
-            columns = [column[0] for column in cursor.get_description()]
-        except apsw.ExecutionCompleteError:
-            yield iter(())
-            return
-        yield (dict(zip(columns, row, strict=True)) for row in cursor)
+        yield _dict_rows(conn.run_statement(name, params))
 
 
 DATABASE = SqliteDatabase
