@@ -1,5 +1,4 @@
--- `aios-ledger upgrade`: a 0.x ledger's schema made the 1.0 baseline's around the re-sealing of
--- its log (shell/log/upgrade.py), which rewrites every seal and the Merkle tree over them.
+-- `aios-ledger upgrade`: a 0.x schema made the baseline's around the re-sealing of its log.
 
 -- name: upgrade_open_log#
 -- `event_seals` takes the baseline's definition and lets the re-sealing update its rows; the
