@@ -36,7 +36,7 @@ from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _Schem
 from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row, check_streamed
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
-from aios_ledger.shell.db.statements import statement_texts, statements
+from aios_ledger.shell.db.statements import statement_texts
 from psycopg import errors as pg_errors
 from psycopg.types.numeric import Int8Dumper
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -142,11 +142,9 @@ def postgresql_text(text: str) -> str:
     return PARAMETER.sub(replace, text)
 
 
-# Each statement's text as psycopg takes it.
-TEXTS = {name: postgresql_text(text) for name, text in statement_texts("postgresql").items()}
-
-
-_RAW_TEXTS = {name: s.sql for name, s in statements("postgresql").items()}
+# Each statement's text as written (run without parameters) and as psycopg binds them.
+_RAW_TEXTS = statement_texts("postgresql")
+TEXTS = {name: postgresql_text(text) for name, text in _RAW_TEXTS.items()}
 
 
 def _has_rows(cursor: psycopg.Cursor[Any]) -> bool:
