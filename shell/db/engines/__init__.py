@@ -46,40 +46,32 @@ class Connection(Protocol):
 
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
         """The first row as `record(*columns)` (a record of None: its first column's value)."""
-        ...
 
     def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
         """Every row of each read as its record, in one round trip where the engine has them.
         `appending`: how many events the plan decided on them will likely append."""
-        ...
 
     def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
         """A batch's independent reads at once (`fetch_together`); None where nothing is gained."""
-        ...
 
     def stream_records(
         self, name: str, params: Params | None, record: type[R]
     ) -> Generator[R, None, None]:
         """Each row as `record(*columns)`; closing the generator finishes the statement."""
-        ...
 
     def stream_tuples(
         self, name: str, columns: tuple[str, ...]
     ) -> AbstractContextManager[Iterator[tuple[Any, ...]]]:
         """A read's rows as tuples in constant memory, after checking it returns `columns`."""
-        ...
 
     def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
         """A plan's statements; a guarded write not changing one row is REVISION_CONFLICT."""
-        ...
 
     def first_event_id(self, chains: Collection[str]) -> int:
         """The id a decision numbers its first event with (perhaps provisional: `number_events`)."""
-        ...
 
     def number_events(self, first: int, count: int) -> list[int]:
         """The ids of a decided plan's `count` events, numbered from `first` when decided."""
-        ...
 
     def run_write(self, name: str, params: Params | None) -> int: ...
 
@@ -88,7 +80,6 @@ class Connection(Protocol):
 
     def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
         """An integration pass's start, under the integrators' lock (`merkle.ScanFloor`)."""
-        ...
 
 
 class SchemaConnection(Connection, Protocol):
@@ -100,11 +91,9 @@ class SchemaConnection(Connection, Protocol):
 
     def prepare_schema(self) -> None:
         """Before migrating, under the write lock: make the place the tables go."""
-        ...
 
     def execute(self, text: str, params: Any = None, /) -> Any:
         """Ad-hoc SQL for tools and tests (`:name` or `?` parameters)."""
-        ...
 
 
 class Listener(Protocol):
@@ -112,7 +101,6 @@ class Listener(Protocol):
 
     def wait(self, timeout: float) -> bool:
         """Whether a notification came since the last wait, waiting up to `timeout` seconds."""
-        ...
 
     def close(self) -> None: ...
 
