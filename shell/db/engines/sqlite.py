@@ -88,7 +88,7 @@ class _SignalListener:
         return fired
 
     def close(self) -> None:
-        pass  # the signal keeps no list of its listeners
+        """Nothing held: the signal keeps no list of its listeners."""
 
 
 # Each file's channels, shared by every Database on it in this process.
@@ -255,7 +255,7 @@ class SqliteConnection(apsw.Connection):
         self.execute(text)
 
     def prepare_schema(self) -> None:
-        pass  # the file is the schema's place
+        """The file is the schema's place: nothing to make."""
 
     def first_event_id(self, chains: Collection[str]) -> int:
         return int(self.fetch_record("log_next_event_id", None, None))
