@@ -1,5 +1,4 @@
--- API tokens: looked up by the sha256 of the presented token (a unique index), never by the
--- token itself, which the ledger does not have.
+-- API tokens: looked up by the sha256 of the presented token, which the ledger does not have.
 
 -- name: api_token_get^
 -- returns: ApiTokenRow

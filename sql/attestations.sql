@@ -1,4 +1,4 @@
--- The attestations of landed governed writes (0.x migration 0019).
+-- The attestations of landed governed writes.
 
 -- name: get_commit_attestation
 -- returns: CommitAttestationRow
@@ -9,8 +9,7 @@ FROM commit_attestations WHERE idempotency_key = :idempotency_key;
 -- name: governed_writes_of_commit
 -- returns: GovernedWriteRow
 -- The landed writes that moved a branch to a commit, optionally of one repository.
-SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
-       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+SELECT {{governed_write_columns}}
 FROM governed_writes
 WHERE new_oid = :commit_oid AND state = 'APPLIED'
   AND (CAST(:repository AS TEXT) IS NULL OR repository = :repository)

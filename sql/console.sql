@@ -1,5 +1,5 @@
--- The console's pages beyond the task list: each read is bounded (a LIMIT, or a window of the
--- newest events), so a page costs the same at 100,000 tasks as at ten.
+-- The console's pages beyond the task list: each read is bounded, so a page costs the same at
+-- 100,000 tasks as at ten.
 
 -- name: console_writer_leases_held
 -- The writer leases held now (a released lease keeps its row, holder NULL).
@@ -14,8 +14,7 @@ FROM governed_writes
 ORDER BY updated_at DESC, idempotency_key DESC LIMIT :limit;
 
 -- name: console_tasks_held
--- Who holds what: the claimed tasks by agent, through tasks_lease_expiry (status first), the
--- soonest to expire first (`status` lists those ending within its window).
+-- Who holds what: the claimed tasks, the soonest to expire first (through tasks_lease_expiry).
 SELECT task_id, claimed_by, attempt, lease_expires_at
 FROM tasks WHERE status = 'CLAIMED'
 ORDER BY lease_expires_at, task_id LIMIT :limit;
@@ -60,15 +59,13 @@ SELECT COUNT(*) AS event_count, COALESCE(MAX(event_id), 0) AS last_event_id
 FROM events WHERE task_id = :task_id;
 
 -- name: console_task_events_before
--- A task's page: its last :limit events below :before, newest first, with their seals (a
--- keyset read: the older windows cost what the latest does).
+-- A task's page: its last :limit events below :before, newest first (a keyset read).
 {{sealed_events}}
 WHERE e.task_id = :task_id AND e.event_id < :before
 ORDER BY e.event_id DESC LIMIT :limit;
 
 -- name: console_task_marks
--- A task's page: its claims, submissions and verdicts, a few per attempt, and its governed
--- writes' events, whose payloads name the branch moves and pull requests; never its heartbeats.
+-- A task's page: its claims, submissions, verdicts and governed writes; never its heartbeats.
 SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
 FROM events
 WHERE task_id = :task_id

@@ -1,9 +1,7 @@
--- Reading the sealed event log for verification, heads and exports (issue 3).
--- Every statement streams in event id order; none holds more than one row at a time.
+-- Reading the sealed event log for verification, heads and exports, streamed in event id order.
 
 -- name: log_verify_rows
--- Each event with its seal and the seal just before it in its chain (through the unique
--- (chain, chain_seq) index), so that the verifier needs no per-chain state.
+-- Each event with its seal and the one before it in its chain: the verifier keeps no chain state.
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
        s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest,
@@ -23,8 +21,7 @@ WHERE e.event_id IS NULL
 ORDER BY s.event_id;
 
 -- name: runs_events_disagreeing
--- Runs whose event count is not the number of their events numbered 1..count: an event deleted
--- or inserted behind the ledger's back (appends bump the count in the same transaction).
+-- Runs whose event count is not that of their events numbered 1..count (changed by hand).
 SELECT r.run_id, r.event_count, count(e.seq) AS events, coalesce(max(e.seq), 0) AS last_seq
 FROM runs AS r LEFT JOIN run_events AS e ON e.run_id = r.run_id
 GROUP BY r.run_id, r.event_count
@@ -52,22 +49,17 @@ UNION ALL
 SELECT event_id, seal FROM archived_events
 ORDER BY event_id;
 
--- name: log_export_all
-SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor,
-       s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
-       s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
-FROM events AS e
-LEFT JOIN event_seals AS s ON s.event_id = e.event_id
-ORDER BY e.event_id;
-
 -- fragment: sealed_events
--- A task's events with their seals' columns (NULL where no seal covers one), as
--- `shell/attest/facts.py`'s `sealed_event` parses them: every read of them selects this.
+-- Events with their seals' columns (NULL where no seal covers one), as `sealed_event` parses them.
 SELECT e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json, e.created_at, e.actor,
        s.event_id AS seal_event_id, s.chain, s.chain_seq, s.prev_seal, s.seal,
        s.sealed_at_adoption, s.seal_version, s.row_changes, s.chained_row_digest
 FROM events AS e
 LEFT JOIN event_seals AS s ON s.event_id = e.event_id
+
+-- name: log_export_all
+{{sealed_events}}
+ORDER BY e.event_id;
 
 -- name: log_export_task
 {{sealed_events}}
@@ -81,21 +73,15 @@ JOIN event_seal_rows AS r ON r.event_id = e.event_id
 WHERE e.task_id = :task_id
 ORDER BY r.event_id, r.position;
 
--- The state rows `verify` reads come from the catalogue of tables (`core/sealed_tables.py`):
--- `state_rows_TABLE` selects each row of a sealed state table as `stored`, beside the last sealed
--- row of it (`sealed_event_id`, `sealed_row_digest`) and `sealed_history`: whether a row that no
--- seal proves may have been written before the ledger sealed such rows (one of the fragments
--- below; NULL where the log's seals over no rows decide).
+-- `state_rows_TABLE` (the catalogue of tables') selects each row of a sealed table as `stored`,
+-- and as `sealed_history` one of these: whether a row no seal proves may predate sealed rows.
 
 -- fragment: sealed_history_of_tasks
--- A task with events but no sealed row was last written before seals covered rows (before
--- adoption, or under a 0.x ledger's v1 seals).
+-- A task with events but no sealed row was last written before seals covered rows.
 EXISTS (SELECT 1 FROM events AS e WHERE e.task_id = stored.task_id)
 
 -- fragment: sealed_history_of_projections
--- Only a task whose projection was sealed over no rows (a 0.x ledger's v1 seal, before 0.x
--- migration 0006, sealed again by `upgrade` over none) may hold a projection or recovery row
--- that no seal proves.
+-- Only a task whose projection was sealed over no rows (a 0.x v1 seal) may hold an unproven row.
 EXISTS (SELECT 1 FROM events AS e
                WHERE e.task_id = stored.task_id
                  AND e.event_type = 'TASK_INITIAL_EXECUTION_PROJECTION_AUTHORIZED'
@@ -103,9 +89,7 @@ EXISTS (SELECT 1 FROM events AS e
                                  WHERE r.event_id = e.event_id))
 
 -- fragment: sealed_history_of_recorded_answers
--- An answer recorded before the ledger sealed them (its task has an event older than the
--- first sealed recorded answer) may hold a row that no seal proves; one whose task has no such
--- event must have been sealed.
+-- An answer whose task has an event older than the first sealed answer may be unproven.
 EXISTS (SELECT 1 FROM events AS e
                WHERE e.task_id = stored.subject
                  AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
@@ -113,8 +97,7 @@ EXISTS (SELECT 1 FROM events AS e
                                    WHERE row_table = 'task_idempotency'))
 
 -- fragment: sealed_history_of_bindings
--- While the ledger holds a binding registered before it sealed them, a binding that no seal
--- proves may be one of those.
+-- While a binding registered before bindings were sealed exists, an unproven one may be it.
 EXISTS (SELECT 1 FROM events AS e
                WHERE e.task_id IS NULL AND e.event_type = 'GOVERNED_BINDING_REGISTERED'
                  AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
@@ -122,8 +105,7 @@ EXISTS (SELECT 1 FROM events AS e
                                    WHERE row_table = 'governed_bindings'))
 
 -- fragment: sealed_history_of_runs
--- A run's sealed row is its RUN_CREATED event's. While the ledger holds a run created before it
--- sealed them, a run that no seal proves may be one of those.
+-- While a run created before runs were sealed exists, an unproven one may be it.
 EXISTS (SELECT 1 FROM events AS e
                WHERE e.task_id IS NULL AND e.event_type = 'RUN_CREATED'
                  AND e.event_id < (SELECT coalesce(min(event_id), 9223372036854775807)
@@ -131,15 +113,12 @@ EXISTS (SELECT 1 FROM events AS e
                                    WHERE row_table = 'runs'))
 
 -- fragment: sealed_history_of_run_events
--- A run event's sealed row is its RUN_EVENT_APPENDED event's. An event appended before appends
--- were sealed is one that 0.x migration 0014 listed (`run_events_before_seals`): no seal proves it
--- either way; any other run event must have been sealed.
+-- A run event appended before appends were sealed is listed in `run_events_before_seals`.
 EXISTS (SELECT 1 FROM run_events_before_seals AS b
                WHERE b.run_id = stored.run_id AND stored.seq <= b.last_seq)
 
 -- name: state_rows_gone
--- Rows a seal says were written (their last writer's event id) that are no longer there: the
--- catalogue of tables renders a `WHEN` arm per sealed table (`{{state_row_exists}}`).
+-- Rows a seal says were written (with its event id) that are no longer there.
 SELECT r.row_table, r.row_key, max(r.event_id) AS event_id
 FROM event_seal_rows AS r
 GROUP BY r.row_table, r.row_key
@@ -150,7 +129,6 @@ END
 ORDER BY r.row_table, r.row_key;
 
 -- name: log_has_seals_before_rows$
--- Whether the log's history began before seals covered rows: an older runtime's events sealed
--- at adoption (then a row no seal wrote is unprovable).
+-- Whether an older runtime's events were sealed at adoption (a row no seal wrote is unprovable).
 SELECT CASE WHEN EXISTS (SELECT 1 FROM event_seals WHERE sealed_at_adoption = 1)
             THEN 1 ELSE 0 END;

@@ -28,8 +28,7 @@ WHERE task_id = :task_id AND event_type = :event_type
 ORDER BY event_id DESC LIMIT 1;
 
 -- name: event_stream_head$
--- A stream's head: the Merkle tree's size, whose leaves are in commit order on both engines
--- (event ids are not on PostgreSQL). One row by its key: what an idle stream's poll costs.
+-- A stream's head: the Merkle tree's size, whose leaves are in commit order on both engines.
 SELECT coalesce((SELECT size FROM merkle_tree WHERE only_row = 1), 0);
 
 -- name: event_stream_leaf_event$
@@ -37,8 +36,7 @@ SELECT coalesce((SELECT size FROM merkle_tree WHERE only_row = 1), 0);
 SELECT event_id FROM merkle_leaves WHERE leaf_index = :leaf_index;
 
 -- name: event_stream_page
--- The next events of a stream in commit order, after the cursor's leaf and within the head read
--- in the same snapshot (an archived event keeps its leaf, and is not sent).
+-- The next events of a stream after the cursor's leaf, within the head (archived ones not sent).
 SELECT l.leaf_index, e.event_id, e.task_id, e.agent_id, e.event_type, e.payload_json,
        e.created_at, e.actor
 FROM merkle_leaves AS l JOIN events AS e ON e.event_id = l.event_id

@@ -1,4 +1,8 @@
--- Governed writes to git (0.x migration 0010): repositories, proposals, writer leases, writes.
+-- Governed writes to git: repositories, proposals, writer leases, writes.
+
+-- fragment: governed_write_columns
+idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
+       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
 
 -- name: get_governed_repository
 -- returns: RepositoryRow
@@ -7,9 +11,6 @@ SELECT name, path, head_branch, protected_json, revision, created_at, updated_at
        allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds,
        pull_request_json, remote_url
 FROM governed_repositories WHERE name = :name;
-
--- A repository's settings: changed by its owner under its revision, each change kept by its
--- idempotency key.
 
 -- name: governed_repository_settings_cas_update!
 UPDATE governed_repositories
@@ -27,7 +28,19 @@ WHERE name = :name AND revision = :expected_revision;
 SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
 FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 
--- What an agent's scans of its proposals to a repository spent within its scan budget's window.
+-- name: agent_scan_spend^
+-- What an agent's scans of its proposals to a repository spent since a time.
+SELECT count(*) AS scans,
+       CAST(coalesce(sum(spent.scan_bytes), 0) AS bigint) AS scan_bytes,
+       CAST(coalesce(sum(spent.scan_seconds), 0.0) AS double precision) AS scan_seconds,
+       min(spent.created_at) AS oldest_at
+FROM (
+  SELECT scan_bytes, scan_seconds, created_at FROM task_proposals
+  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
+  UNION ALL
+  SELECT scan_bytes, scan_seconds, created_at FROM agent_scan_charges
+  WHERE repository = :repository AND agent_id = :agent_id AND created_at >= :since
+) AS spent;
 
 -- name: scan_charges_of_attempt$
 SELECT count(*) FROM agent_scan_charges WHERE task_id = :task_id AND attempt = :attempt;
@@ -66,11 +79,9 @@ WHERE idempotency_key = :idempotency_key AND revision = :expected_revision;
 
 -- name: get_governed_write
 -- returns: GovernedWriteRow
-SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
-       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+SELECT {{governed_write_columns}}
 FROM governed_writes WHERE idempotency_key = :idempotency_key;
 
 -- name: governed_writes_in_doubt
-SELECT idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
-       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
+SELECT {{governed_write_columns}}
 FROM governed_writes WHERE state = 'INTENDED' ORDER BY created_at, idempotency_key;

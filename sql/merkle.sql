@@ -1,5 +1,5 @@
--- The Merkle log beside the chains (core/log/merkle.py): leaves in integration order, each row with
--- the hashes of the subtrees its leaf completes, and the tree's head row.
+-- The Merkle log (core/log/merkle.py): leaves in integration order, each row with the hashes of
+-- the subtrees its leaf completes, and the tree's head row.
 
 -- name: merkle_tree_cas_update!
 UPDATE merkle_tree SET size = :size, frontier = :frontier, revision = revision + 1
@@ -19,18 +19,15 @@ SELECT leaf_hash AS hash FROM merkle_leaves WHERE leaf_index = :node_index;
 
 -- name: merkle_node_hash^
 -- returns: MerkleHashRow
--- The subtree (level, node_index), in the row of the leaf that completes it; no row when that
--- row does not hold it.
+-- The subtree (level, node_index), in the row of the leaf that completes it.
 SELECT substr(nodes, 32 * CAST(:level AS integer) - 31, 32) AS hash FROM merkle_leaves
 WHERE leaf_index = ((CAST(:node_index AS bigint) + 1) << CAST(:level AS integer)) - 1
 AND length(nodes) >= 32 * CAST(:level AS integer);
 
 -- name: merkle_events_to_integrate
 -- returns: PendingLeaf
--- The next committed (sealed or archived) events above an id that no leaf is of yet, in id
--- order: an integration pass's batch, or the leaves of a log older than the tree. Each side
--- reads its primary key, and the leaves' index of event ids, from the id up, whatever the
--- tables' statistics say.
+-- The next committed (sealed or archived) events above an id that no leaf is of yet; each side
+-- reads its primary key from the id up, whatever the tables' statistics say.
 SELECT event_id, seal, created_at FROM (
   SELECT s.event_id, s.seal, e.created_at FROM event_seals AS s
   LEFT JOIN events AS e ON e.event_id = s.event_id
@@ -75,6 +72,6 @@ UNION ALL
 SELECT seal FROM archived_events WHERE event_id = :event_id;
 
 -- name: merkle_tree_insert_unbuilt!
--- The head row of a tree not built yet, where it is missing (a DBA emptied the tables).
+-- The head row of a tree not built yet, where a DBA emptied the tables.
 INSERT INTO merkle_tree(only_row, size, frontier, revision) VALUES (1, NULL, :frontier, 0)
 ON CONFLICT DO NOTHING;

@@ -17,17 +17,13 @@ SELECT event_id, task_id, agent_id, event_type, created_at, actor FROM events
 ORDER BY event_id DESC LIMIT :limit;
 
 -- name: idle_queue_groups
--- Why a worker finds nothing to claim: the claimable QUEUED tasks, counted by the capabilities
--- they require and whether they are due.
+-- Why a worker finds nothing to claim: the claimable tasks by capabilities and whether due.
 SELECT required_capabilities_json,
        CASE WHEN not_before IS NOT NULL AND not_before > :now THEN 1 ELSE 0 END AS not_due,
        COUNT(*) AS tasks,
        MIN(not_before) AS earliest
 FROM tasks
-WHERE status = 'QUEUED'
-  AND awaiting_projection = 0
-  AND attempt < max_attempts
-  AND (deadline IS NULL OR deadline > :now)
+WHERE {{claimable_task}}
 GROUP BY required_capabilities_json,
          CASE WHEN not_before IS NOT NULL AND not_before > :now THEN 1 ELSE 0 END
 LIMIT :limit;

@@ -1,5 +1,4 @@
--- The shapes of the per-table statements, filled from the catalogue of tables at load
--- (shell/db/table_statements.py), so each is written once for every table; no statements here.
+-- The shapes of the per-table statements, filled from the catalogue of tables at load.
 
 -- shape: all_rows
 -- Every row of a table, in key order (copy, verify and the lists that show them all).

@@ -1,5 +1,4 @@
--- `aios-ledger upgrade`: reading what a 0.x ledger signed and archived, and re-sealing its log
--- (shell/log/upgrade.py; the schema's part is each engine's upgrade.sql).
+-- `aios-ledger upgrade`: reading what a 0.x ledger signed and archived, and re-sealing its log.
 
 -- name: upgrade_archived_events$
 -- How many events an archive removed and no restore put back.

@@ -34,41 +34,25 @@ DIFFERING = frozenset(
     [
         "upgrade_close_log",
         "upgrade_open_log",
-        "agent_scan_spend",
         "auxiliary_run_events",
         "begin_read",
         "checkpoint_signer_lock",
         "copy_event_id_counter",
         "create_schema_migrations",
         "get_task_for_update",
-        "list_auxiliary_runs",
         "list_tables",
         "log_id_counter",
         "log_next_event_id",
         "merkle_tree_for_update",
-        "review_candidates",
         "state_task_chain_seals",
         "table_columns",
         "tasks_claim_candidates",
         "tasks_expired_leases",
-        "tasks_list_by_status",
         "tasks_next_seq",
-        "tasks_page",
-        "tasks_page_of_status",
-        # The task list's other access paths (0025's indexes, SQLite's INDEXED BY).
-        "tasks_count_of_created",
-        "tasks_count_of_repository",
-        "tasks_count_of_updated",
+        # A task list's page of an agent's claims (SQLite keeps their loop order with a CROSS
+        # JOIN), and the last holders of a page's ids, a JSON array read as rows.
         "tasks_page_of_agent",
-        "tasks_page_of_created",
-        "tasks_page_of_repository",
-        "tasks_page_of_updated",
-        "tasks_scan_window",
-        # Who held a task (0028's partial indexes of the claims, SQLite's INDEXED BY; a JSON
-        # array of a page's ids read as rows).
-        "task_holders",
         "task_last_holders",
-        "tasks_count_of_agent",
     ]
 )
 # SQLite's alone: pragmas, the older runtime's tables, its catalogue, group commit's savepoints,

@@ -22,12 +22,8 @@ def apply_decision(
     error: type[LedgerError] = LedgerError,
     leaves: Sequence[SqlWrite] = (),
 ) -> R:
-    """Execute a plan's statements in order inside the caller's write transaction (the
-    engine's `run_plan`: SQLite one after the other, PostgreSQL in one pipeline); a guarded
-    write that changes any other number of rows than one is a REVISION_CONFLICT (the caller's
-    transaction then rolls back). A replay writes nothing. The answer is the decision's.
-    `leaves`: the Merkle log's writes for the plan's events (`leaf_writes`), run after its own
-    in the same call."""
+    """Execute a plan's statements (and `leaves`, its events' Merkle writes) in the caller's
+    write transaction; a replay writes nothing. The answer is the decision's."""
     if isinstance(decision, Replay):
         return decision.response
     conn.run_plan([*decision.statements(), *leaves] if leaves else decision.statements(), error)
@@ -35,19 +31,10 @@ def apply_decision(
 
 
 class PlanExecutor:
-    """The decisions of one write transaction: the log's tail each one reads, and their plans
-    appended in order. After a plan, the next decision starts from the tail that plan left (the
-    core's), so a batch reads each chain's tip once and never reads back what it wrote. Each
-    decision is handed the chain tips of its own chains only: a batch of a hundred tasks must not
-    copy a hundred chain tips into every plan.
-
-    A decision numbers its events from the engine's `first_event_id`; once it is decided, one
-    step appends it whatever the engine (`apply`): the engine gives its events their ids
-    (`number_events`: the same where the store hands them out in commit order, drawn now where
-    it numbers them after the decision, as PostgreSQL's writers beside each other do), the plan
-    is numbered with them when they differ, and its Merkle leaves go with its writes where the
-    engine integrates inline (SQLite); elsewhere an integrator appends them once committed
-    (`shell/db/merkle.py`), and the write touches nothing global."""
+    """The decisions of one write transaction: the next starts from the tail the last plan left,
+    so a batch reads each chain's tip once and never reads back what it wrote. Each decision gets
+    the tips of its own chains only (a batch of a hundred tasks must not copy them all into every
+    plan), and its plan is renumbered with the ids the engine gives its events."""
 
     def __init__(self, conn: Connection, *, error: type[LedgerError] = LedgerError) -> None:
         self.conn = conn
@@ -57,8 +44,7 @@ class PlanExecutor:
         self._tree: MerkleTreeRow | None = None
 
     def tail(self, *chains: str, appending: int = 0) -> LogTail:
-        """The tail at `chains`; the chain tips not known yet are read together (`appending`: as
-        `Connection.fetch_together`)."""
+        """The tail at `chains`; the chain tips not known yet are read together."""
         if self._next_event_id is None:
             self._next_event_id = self.conn.first_event_id(chains)
         missing = [chain for chain in chains if chain not in self._chain_tips]
@@ -68,8 +54,7 @@ class PlanExecutor:
         return LogTail(self._next_event_id, tips)
 
     def know_tip(self, chain: str, tip: ChainTip | None) -> None:
-        """The tip of `chain` as the caller read it with the rows it decides on (one round
-        trip for all of them); None: the chain has no event yet."""
+        """The tip of `chain` as the caller read it with its rows (None: no event yet)."""
         if chain not in self._chain_tips:
             self._chain_tips[chain] = empty_chain_tip(chain) if tip is None else tip
 
@@ -84,10 +69,8 @@ class PlanExecutor:
         return answer
 
     def _appended(self, plan: WritePlan[R]) -> tuple[WritePlan[R], Sequence[SqlWrite]]:
-        """The append step: the plan with its events at the ids the engine gives them, and the
-        writes of their Merkle leaves (inline engines only). The tree's head row an append
-        leaves is the next plan's: a batch reads it once (its revision is compared-and-swapped
-        on every append)."""
+        """The plan with its events at the ids the engine gives them, and their Merkle leaves'
+        writes (inline engines only); the head row an append leaves is the next plan's."""
         assert plan.tail is not None
         first = plan.events[0].event.event_id if plan.events else plan.tail.next_event_id
         ids = self.conn.number_events(first, len(plan.events))

@@ -1,8 +1,5 @@
-"""The Database: a ledger's transactions on the engine its target names, the only place that
-opens a database for the stores. `Database(target)` makes the Database of the engine the target
-selects in the registry (`engines.ENGINES`): SQLite for a path or None, PostgreSQL for a
-`postgresql://` URL; this class holds what every engine shares and declares what each provides.
-"""
+"""The Database: a ledger's transactions on the engine its target names (`engines.ENGINES`),
+the only place that opens a database for the stores."""
 
 from __future__ import annotations
 
@@ -97,11 +94,9 @@ class Database:
     current database (else `SCHEMA_TOO_OLD`/`SCHEMA_TOO_NEW`, writing nothing).
     `synchronous` and `vfs` are SQLite's settings; another engine refuses a VFS."""
 
-    # The engine's name, as the registry lists it.
     engine: str
-    # The target as messages show it (a file's path; a URL without its password).
+    # The target as messages show it (a URL without its password).
     path: str
-    # Transactions retried after the engine said busy (observability only).
     busy_retries: int
     # Event ids are handed out in commit order without gaps: a missing id is a removed event.
     dense_event_ids: bool
@@ -159,9 +154,8 @@ class Database:
         self, work: Callable[[Connection], T], *, row_locked: bool = False, urgent: bool = False
     ) -> T:
         """Run `work` in one write transaction; commit, or roll back and raise a LedgerError.
-        `urgent` (a lease renewal) jumps group commit's queue. `row_locked` promises `work` locks
-        every row it decides on and appends only to those tasks' chains, so PostgreSQL may run it
-        beside other row-locked writers."""
+        `urgent` jumps group commit's queue; `row_locked` promises `work` locks every row it
+        decides on and appends only to those chains, so PostgreSQL may run it beside others."""
         raise NotImplementedError
 
     def read(self, work: Callable[[Connection], T]) -> T:
@@ -213,8 +207,7 @@ class Database:
         """Writes from any thread share commits; only an engine of one connection has it."""
         raise LedgerError(
             "USAGE_INVALID",
-            f"group commit is for one connection; on {self.engine} the pool runs concurrent "
-            "writers",
+            "group commit is SQLite's; on PostgreSQL the pool runs concurrent writers",
         )
 
     def stop_group_commit(self) -> None:

@@ -1,8 +1,6 @@
-"""Group commit: many writers' works applied in one `BEGIN IMMEDIATE … COMMIT` on SQLite, which
-has one writer at a time. One writer thread runs what is queued in one transaction, each work in
-its own savepoint so a refused work rolls back alone, and answers no caller before the COMMIT.
-Lease renewals (`urgent`) are taken first and cut a running batch short, so a heartbeat never
-waits behind queued writes; reads use a connection of their own per thread.
+"""Group commit: many writers' works in one `BEGIN IMMEDIATE … COMMIT` on SQLite, each in its
+own savepoint so a refused work rolls back alone. Lease renewals (`urgent`) go first and cut a
+running batch short, so a heartbeat never waits behind queued writes.
 """
 
 from __future__ import annotations
@@ -24,8 +22,7 @@ P = ParamSpec("P")
 Work = Callable[[Connection], Any]
 
 MAX_BATCH_LIMIT = 10_000
-# How long a running batch goes on once an urgent work waits: long enough that heartbeats do not
-# cut every batch to one work, short enough that a renewal never waits for a whole batch.
+# How long a batch goes on once an urgent work waits: heartbeats must not cut every batch to one.
 URGENT_CUT_SECONDS = 0.002
 
 
@@ -36,8 +33,7 @@ class ReaderConnection(Connection, Protocol):
 
 
 class WriterDatabase(Protocol):
-    """What group commit needs of SQLite's Database, named by its shape so that this module does
-    not import the one that starts it."""
+    """What group commit needs of SQLite's Database (by shape: no import of the engine)."""
 
     path: str
 
@@ -106,7 +102,6 @@ class GroupCommit:
         self._storage_error = storage_error
         self._max_batch = max_batch
         self._on_batch = on_batch
-        # The works waiting for the writer: lease renewals first (`write(urgent=True)`).
         self._urgent: collections.deque[_Entry] = collections.deque()
         self._waiting: collections.deque[_Entry] = collections.deque()
         self._local = threading.local()
@@ -216,8 +211,8 @@ class GroupCommit:
                 entry.future.set_result(outcome.value)
 
     def _attempt(self, batch: list[_Entry]) -> list[_Outcome]:
-        """One try at the whole batch, each work in its savepoint; a busy database propagates so
-        the caller retries it. Once an urgent work waits it commits early, with fewer outcomes."""
+        """One try at the whole batch (a busy database propagates: the caller retries it); once
+        an urgent work waits it commits early, with fewer outcomes."""
         conn = self._db.conn
         execute(conn, "begin_immediate")
         started = time.monotonic()
@@ -249,8 +244,7 @@ class GroupCommit:
             raise  # the batch is retried whole
         except BaseException as exc:
             if not conn.in_transaction:
-                # SQLite rolled back the whole transaction (I/O error, full disk): the works
-                # before this one are gone too.
+                # SQLite rolled back the whole transaction: the works before this one are gone.
                 cause = exc if isinstance(exc, driver_error) else driver_error(str(exc))
                 raise _WholeBatchLost(cause) from None
             execute(conn, "rollback_to_work")

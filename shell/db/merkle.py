@@ -1,9 +1,7 @@
-"""The Merkle log on the database: integrating committed events as leaves, building the leaves
-of a log older than the tree, and reading tree heads and proofs (the hashing is
-`core/log/merkle.py`'s). One integration step, two schedules: SQLite's one writer appends a
-plan's leaves in the plan's own transaction (`leaf_writes`); on PostgreSQL writers commit ids out
-of order beside each other, so an `Integrator` appends what committed, in passes, one at a time
-per ledger, and leaf order is the order it integrated them.
+"""The Merkle log on the database: appending committed events as leaves, and reading tree heads
+and proofs (the hashing is `core/log/merkle.py`'s). SQLite's one writer appends a plan's leaves in
+the plan's own transaction (`leaf_writes`); on PostgreSQL writers commit ids out of order, so an
+`Integrator` appends what committed, in passes, one at a time per ledger.
 """
 
 from __future__ import annotations
@@ -42,7 +40,6 @@ from aios_ledger.shell.db.run import Connection, fetch_one, fetch_record, fetch_
 
 # Leaves appended per transaction: a pass's batch, or a step of building an older log's tree.
 BUILD_BATCH = 2000
-# The head row, read under its lock.
 TREE_FOR_UPDATE = "merkle_tree_for_update"
 PENDING = "merkle_events_to_integrate"
 NOT_INTEGRATED = "EVENT_NOT_INTEGRATED"
@@ -53,22 +50,16 @@ WAIT_PAUSE_SECONDS = 0.05
 def leaf_writes(
     conn: Connection, events: Sequence[AppendedEvent], tree: MerkleTreeRow | None = None
 ) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow | None]:
-    """The writes appending the leaves of a plan's `events` in the plan's own transaction (an
-    engine that `integrates_inline`), and the head row after them. `tree` is the head row this
-    transaction's previous append left (already locked); None reads it under its lock, and
-    first builds a tree that is not built yet."""
+    """The writes appending the leaves of a plan's `events` in its own transaction, and the head
+    row after them. `tree`: the head row this transaction's previous append left (None: read)."""
     if not events:
         return (), tree
     if tree is None:
-        tree = _locked_tree(conn)
-        if tree.size is None:
-            build_tree(conn, tree)  # the events before these
-            tree = _locked_tree(conn)
+        tree = _built_tree(conn)
     return append_writes(tree, [(event.event.event_id, event.seal.seal) for event in events])
 
 
 def _locked_tree(conn: Connection) -> MerkleTreeRow:
-    """The head row under its lock."""
     tree = fetch_record(conn, TREE_FOR_UPDATE, None, MerkleTreeRow)
     if tree is None:
         # Tables emptied by hand (the migration inserts the row): a tree not built yet.
@@ -79,9 +70,18 @@ def _locked_tree(conn: Connection) -> MerkleTreeRow:
     return tree
 
 
+def _built_tree(conn: Connection) -> MerkleTreeRow:
+    """The head row under its lock, once the leaves of the events before it are built."""
+    tree = _locked_tree(conn)
+    if tree.size is None:
+        build_tree(conn, tree)
+        tree = _locked_tree(conn)
+    return tree
+
+
 def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
-    """Give every sealed or archived event its leaf, in id order, when the tree is not built yet
-    (a log from before it existed); how many leaves it built."""
+    """Give every sealed or archived event its leaf when the tree is not built yet (a log from
+    before it existed); how many leaves it built."""
     tree = _locked_tree(conn) if tree is None else tree
     if tree.size is not None:
         return 0
@@ -89,9 +89,8 @@ def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
 
 
 def integrate_in(conn: Connection) -> int:
-    """Every committed event without a leaf appended, in id order, inside the caller's write
-    transaction, which holds the ledger's exclusive lock (`upgrade`'s), so that no writer nor
-    integrator runs beside it; how many leaves it appended."""
+    """Every committed event without a leaf appended, in the caller's exclusive write
+    transaction (`upgrade`'s); how many leaves it appended."""
     tree = _locked_tree(conn)
     if tree.size is None:
         return build_tree(conn, tree)
@@ -120,9 +119,8 @@ def _pending(conn: Connection, after: int, limit: int) -> list[PendingLeaf]:
 
 @attrs.frozen
 class IntegrationPass:
-    """What one pass did: the leaves it appended, the tree's size after it, the floor below
-    which every committed event has its leaf, and how long the oldest event it appended had
-    waited since it was written (None: it appended none, or only archived ones)."""
+    """What one pass did: `floor`, below which every committed event has its leaf, and
+    `lag_seconds`, how long the oldest event it appended had waited (None: none written)."""
 
     appended: int
     size: int
@@ -142,11 +140,8 @@ class IntegrationPass:
 
 class Integrator:
     """Appends committed events to the tree in passes, each one transaction under the
-    integrators' lock (PostgreSQL: one at a time per ledger, across processes), writers never
-    waiting on it. Each pass appends the events above the scan floor that have no leaf yet, in
-    id order; the floor rises as the ids below it settle (`ScanFloor`), so an event committed
-    late with a lower id is still found, and none is skipped. `serve` runs one in the background;
-    `integrate`, and the commands that need the tree, run passes until nothing waits."""
+    integrators' lock, writers never waiting on it. The scan floor rises only as the ids below
+    it settle (`ScanFloor`), so an event committed late with a lower id is still found."""
 
     def __init__(self, db: Database, *, batch: int = BUILD_BATCH) -> None:
         self.db = db
@@ -172,26 +167,18 @@ class Integrator:
         def work(conn: Connection) -> tuple[list[PendingLeaf], int, int, ScanFloor]:
             waiting = () if start.waiting is None else start.waiting[1]
             settled, floor = start.settle(conn.integration_bound(waiting))
-            # Locked only to change it (a lock costs the commit a WAL flush, which an idle
-            # server's passes need not pay); under the integrators' lock no one else moves it.
+            # Locked only to change it: an idle server's passes need not pay for a lock.
             tree = fetch_record(conn, "merkle_tree", None, MerkleTreeRow)
             if tree is None or tree.size is None:
-                tree = _locked_tree(conn)
-                if tree.size is None:
-                    build_tree(conn, tree)
-                    tree = _locked_tree(conn)
+                tree = _built_tree(conn)
             batch = _pending(conn, start.floor, self.batch)
             size = int(tree.size or 0)
-            # A seal that is no stored seal (a row forged by hand) gets no leaf: it must not
-            # stop every event after it, and `verify` reports a committed event without one.
+            # A forged seal gets no leaf (nor stops those after it): `verify` reports it.
             leaves = [
                 (leaf.event_id, leaf.seal) for leaf in batch if SEAL_TEXT.fullmatch(leaf.seal)
             ]
             if leaves:
-                tree = _locked_tree(conn)
-                writes, after = append_writes(tree, leaves)
-                conn.run_plan(writes, LedgerError)
-                size = int(after.size or 0)
+                size = int(_append_batch(conn, _locked_tree(conn), leaves).size or 0)
             return batch, size, settled, floor
 
         batch, size, settled, floor = self.db.write(work, row_locked=True)
@@ -206,9 +193,7 @@ class Integrator:
         return self.last
 
     def status(self) -> dict[str, Any]:
-        """The integration lag as the last pass measured it, for `/v1/status` and `/v1/ready`:
-        what it appended (the events that waited), how long the oldest of them had waited, and
-        how long ago it ran."""
+        """The integration lag as the last pass measured it, for `/v1/status` and `/v1/ready`."""
         last, at = self.last, self.last_at
         return {
             "inline": False,
@@ -221,8 +206,7 @@ class Integrator:
         }
 
     def catch_up(self, now: Timestamp | None = None) -> IntegrationPass:
-        """Passes until one leaves nothing waiting that it could append: every event committed
-        before the call is then a leaf."""
+        """Passes until every event committed before the call is a leaf."""
         done = self.run_pass(now)
         appended = done.appended
         while done.more:
@@ -233,9 +217,8 @@ class Integrator:
 
 
 def integrate(db: Database, now: Timestamp | None = None) -> IntegrationPass | None:
-    """Everything committed so far integrated, by a one-off integrator (a command without a
-    server: `integrate`, `prove`, `checkpoint`, `verify`); None where writes append their
-    leaves themselves."""
+    """Everything committed so far integrated by a one-off integrator (a command without a
+    server); None where writes append their leaves themselves."""
     return None if db.integrates_inline else Integrator(db).catch_up(now)
 
 
@@ -248,9 +231,8 @@ def prove_integrated(
     wait_seconds: float = 0.0,
     pause: Callable[[float], None] = time.sleep,
 ) -> InclusionProof:
-    """`prove_inclusion` once the event is integrated: a committed event not integrated yet
-    gets a pass now (on PostgreSQL); with `wait_seconds`, an event not committed or not
-    integrated yet is waited for that long, then EVENT_NOT_INTEGRATED (or EVENT_NOT_FOUND)."""
+    """`prove_inclusion` once the event is integrated (a pass now where an integrator runs);
+    with `wait_seconds`, an event not there yet is waited for that long."""
     deadline = time.monotonic() + wait_seconds
     integrator = integrator or (None if db.integrates_inline else Integrator(db))
     while True:
@@ -299,13 +281,9 @@ def _read_nodes(conn: Connection, nodes: Iterable[NodeId]) -> dict[NodeId, bytes
     """The stored hashes of `nodes`, in one round trip where the engine has them."""
     wanted = sorted(set(nodes))
     reads: list[tuple[str, Any, type[Any]]] = [
-        (
-            "merkle_leaf_hash" if node.level == 0 else "merkle_node_hash",
-            {"node_index": node.index}
-            if node.level == 0
-            else {"level": node.level, "node_index": node.index},
-            MerkleHashRow,
-        )
+        ("merkle_leaf_hash", {"node_index": node.index}, MerkleHashRow)
+        if node.level == 0
+        else ("merkle_node_hash", {"level": node.level, "node_index": node.index}, MerkleHashRow)
         for node in wanted
     ]
     found = fetch_records_together(conn, reads) if reads else []
@@ -329,8 +307,7 @@ def _size_within(conn: Connection, size: int | None) -> tuple[int, Frontier]:
 
 
 def current_tree_head(db: Database) -> TreeHead:
-    """The tree head of the ledger now; no writer need be waited for, since a committed head
-    row always names a whole prefix of the leaves."""
+    """The tree head now (a committed head row always names a whole prefix of the leaves)."""
     return db.read(tree_head_in)
 
 

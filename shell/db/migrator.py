@@ -56,10 +56,6 @@ def _parsed(files: tuple[tuple[str, str], ...]) -> tuple[Migration, ...]:
     return tuple(parse_migration(name, content) for name, content in files)
 
 
-def _dialect(conn: Connection) -> str:
-    return conn.dialect
-
-
 def read_catalogue(conn: Connection) -> CatalogueView:
     tables = frozenset(row["name"] for row in fetch_all(conn, "list_tables"))
     applied: tuple[str, ...] = ()
@@ -79,7 +75,7 @@ def read_catalogue(conn: Connection) -> CatalogueView:
 
 def migration_plan(conn: Connection) -> MigrationPlan:
     """What `apply_migrations` would do now; refuses a newer or a foreign database."""
-    return plan_migrations(known_migrations(_dialect(conn)), read_catalogue(conn))
+    return plan_migrations(known_migrations(conn.dialect), read_catalogue(conn))
 
 
 def plan_on_open(conn: Connection, *, migrate: bool) -> MigrationPlan:
@@ -87,7 +83,7 @@ def plan_on_open(conn: Connection, *, migrate: bool) -> MigrationPlan:
     migrating) a refusal of anything but a current database."""
     if migrate:
         return migration_plan(conn)
-    refuse_unless_current(known_migrations(_dialect(conn)), read_catalogue(conn))
+    refuse_unless_current(known_migrations(conn.dialect), read_catalogue(conn))
     return CURRENT
 
 
@@ -126,7 +122,7 @@ def migrate_database(db: Transactions) -> MigrationReport:
 
 def migration_status(db: Transactions) -> dict[str, Any]:
     view = db.read(read_catalogue)
-    known = known_migrations(db.read(_dialect))
+    known = known_migrations(db.read(lambda conn: conn.dialect))
     return {
         "applied": list(view.applied),
         "pending": [m.version for m in known if m.version not in set(view.applied)],

@@ -1,7 +1,5 @@
-"""Running named statements on an engine's connection, inside a transaction of a Database.
-These helpers sit below the Database and the migrator so that everything above can use them
-without an import cycle; `connection` re-exports them.
-"""
+"""Running named statements on an engine's connection, below the Database and the migrator so
+that everything above can use them without an import cycle."""
 
 from __future__ import annotations
 
@@ -52,8 +50,7 @@ def fetch_record(conn: Connection, name: str, params: Params | None, record: typ
 def fetch_records_together(
     conn: Connection, reads: Sequence[Read], *, appending: int = 0
 ) -> list[Any]:
-    """Each read's first row as its record (None: the first column's value), or None, read
-    together."""
+    """Each read's first row as its record, or None, read together."""
     return [rows[0] if rows else None for rows in conn.fetch_together(reads, appending=appending)]
 
 
@@ -66,8 +63,7 @@ def fetch_record_lists_together(
 def stream_records(
     conn: Connection, name: str, params: Params | None, record: type[R]
 ) -> Generator[R, None, None]:
-    """Each row as `record(*columns)`, one at a time, until the caller closes the generator; the
-    statement must select the record's fields in order."""
+    """Each row as `record(*columns)`, until the caller closes the generator."""
     return conn.stream_records(name, params, record)
 
 

@@ -21,8 +21,12 @@ SHARED_PACKAGE = "aios_ledger.sql"
 CATALOGUE_SOURCE = "catalogue.py"
 DIALECT_PACKAGES = {engine.name: engine.sql for engine in ENGINES}
 MIGRATION_PACKAGES = {engine.name: engine.migrations for engine in ENGINES}
-_NAME_LINE = re.compile(r"^--\s*name:\s*([a-z_][a-z0-9_]*)([!^$<*#]*)\s*$")
-_FRAGMENT_LINE = re.compile(r"^--\s*fragment:\s*([a-z_][a-z0-9_]*)\s*$")
+# A block's first line: a statement's name and operation, or a fragment's name.
+_BLOCK_LINE = re.compile(
+    r"^--[ \t]*(?:name:[ \t]*([a-z_][a-z0-9_]*)([!^$<*#]*)|fragment:[ \t]*([a-z_][a-z0-9_]*))"
+    r"[ \t\r]*$",
+    re.M,
+)
 _RETURNS_LINE = re.compile(r"^\s*--\s*returns:\s*([A-Za-z_][A-Za-z0-9_]*)\s*$")
 _FRAGMENT_USE = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 _READS = ("^", "")
@@ -47,22 +51,19 @@ class SqlSource:
 def parse_source(source: str, content: str) -> SqlSource:
     found: dict[str, Statement] = {}
     fragments: dict[str, str] = {}
-    name: str | None = None
-    is_fragment = False
-    operation = ""
-    body: list[str] = []
-
-    def close() -> None:
-        if name is None:
-            return
+    heads = list(_BLOCK_LINE.finditer(content))
+    for head, after in zip(heads, [*heads[1:], None], strict=True):
+        statement, operation, fragment = head.groups()
+        name = statement or fragment
+        if name in (fragments if fragment else found):
+            raise ValueError(f"{source}: {name} is defined twice")
+        body = content[head.end() : len(content) if after is None else after.start()].splitlines()
         sql = "\n".join(line for line in body if not line.lstrip().startswith("--")).strip()
         if not sql:
-            raise ValueError(
-                f"{source}: {'fragment' if is_fragment else 'statement'} {name} is empty"
-            )
-        if is_fragment:
+            raise ValueError(f"{source}: {'fragment' if fragment else 'statement'} {name} is empty")
+        if fragment:
             fragments[name] = sql
-            return
+            continue
         declared = [m.group(1) for line in body if (m := _RETURNS_LINE.match(line))]
         if len(declared) > 1:
             raise ValueError(f"{source}: statement {name} declares `returns` twice")
@@ -70,21 +71,6 @@ def parse_source(source: str, content: str) -> SqlSource:
         if returns is not None and operation not in _READS:
             raise ValueError(f"{source}: statement {name} is a write; only a read returns rows")
         found[name] = Statement(name=name, operation=operation, sql=sql, returns=returns)
-
-    for line in content.splitlines():
-        statement_line, fragment_line = _NAME_LINE.match(line), _FRAGMENT_LINE.match(line)
-        if statement_line or fragment_line:
-            close()
-            match = statement_line or fragment_line
-            assert match is not None
-            name, body = match.group(1), []
-            is_fragment = fragment_line is not None
-            operation = "" if is_fragment else match.group(2)
-            if name in (fragments if is_fragment else found):
-                raise ValueError(f"{source}: {name} is defined twice")
-        elif name is not None:
-            body.append(line)
-    close()
     return SqlSource(statements=found, fragments=fragments)
 
 
@@ -184,7 +170,11 @@ def combine_statements(
                     )
                 loaded[name] = _resolved(statement, fragments, source)
                 origin[name] = f"{where} ({source})"
-    _check_returns(loaded, dialect)
+                if statement.returns is not None and statement.returns not in READ_RECORDS:
+                    raise ValueError(
+                        f"{dialect}: statement {name} returns {statement.returns!r}, which is no"
+                        f" row record of the core (known: {', '.join(sorted(READ_RECORDS))})"
+                    )
     return loaded
 
 
@@ -195,15 +185,6 @@ def dialect_specific(dialect: str) -> frozenset[str]:
         for _, parsed in _package_sources(DIALECT_PACKAGES[dialect])
         for name in parsed.statements
     )
-
-
-def _check_returns(loaded: Mapping[str, Statement], dialect: str) -> None:
-    for statement in loaded.values():
-        if statement.returns is not None and statement.returns not in READ_RECORDS:
-            raise ValueError(
-                f"{dialect}: statement {statement.name} returns {statement.returns!r}, which is"
-                f" no row record of the core (known: {', '.join(sorted(READ_RECORDS))})"
-            )
 
 
 @cache

@@ -12,7 +12,7 @@ from aios_ledger.core.sealed_tables import BY_NAME, SEALED_TABLES, TABLES
 
 SHAPES_FILE = "table_shapes.sql"
 _WIDTH = 96
-_SHAPE_LINE = re.compile(r"^--\s*shape:\s*([a-z_][a-z0-9_]*)\s*$")
+_SHAPE_LINE = re.compile(r"^--[ \t]*shape:[ \t]*([a-z_][a-z0-9_]*)[ \t\r]*$", re.M)
 _SLOT = re.compile(r"\{\{([a-z_][a-z0-9_]*)\}\}")
 
 # A slot takes a text, or a list of items written apart by commas and wrapped.
@@ -21,20 +21,17 @@ Slot = str | Sequence[str]
 
 def parse_shapes(source: str, content: str) -> dict[str, str]:
     """A file's `-- shape: NAME` blocks without comment lines; their spacing is the statement's."""
-    shapes: dict[str, list[str]] = {}
-    body: list[str] | None = None
-    for line in content.splitlines():
-        if found := _SHAPE_LINE.match(line):
-            if found.group(1) in shapes:
-                raise ValueError(f"{source}: shape {found.group(1)} is defined twice")
-            body = shapes[found.group(1)] = []
-        elif body is not None and not line.lstrip().startswith("--"):
-            body.append(line)
-    texts = {name: "\n".join(lines).strip("\n") for name, lines in shapes.items()}
-    for name, text in texts.items():
+    shapes: dict[str, str] = {}
+    heads = list(_SHAPE_LINE.finditer(content))
+    for head, after in zip(heads, [*heads[1:], None], strict=True):
+        if head.group(1) in shapes:
+            raise ValueError(f"{source}: shape {head.group(1)} is defined twice")
+        body = content[head.end() : len(content) if after is None else after.start()].splitlines()
+        text = "\n".join(line for line in body if not line.lstrip().startswith("--")).strip("\n")
         if not text.strip():
-            raise ValueError(f"{source}: shape {name} is empty")
-    return texts
+            raise ValueError(f"{source}: shape {head.group(1)} is empty")
+        shapes[head.group(1)] = text
+    return shapes
 
 
 def _listed(items: Iterable[str], indent: int) -> str:

@@ -1,8 +1,7 @@
 -- migrate:up
--- The aios-ledger 1.0 schema on SQLite, in one step: tables, then indexes, then triggers.
--- `tasks` and `events` begin with the older runtime's columns, in its order: a database it
--- left behind is adopted by copying its rows into them (sql/sqlite/adoption.sql). A ledger
--- of a 0.x release is brought here by `aios-ledger upgrade`, not by this file.
+-- The aios-ledger 1.0 schema on SQLite. `tasks` and `events` begin with the older runtime's
+-- columns, in its order, so that a database it left behind is adopted by copying its rows.
+-- A 0.x ledger is brought here by `aios-ledger upgrade`, not by this file.
 
 CREATE TABLE agent_scan_charges(
   charge_id TEXT PRIMARY KEY,
@@ -464,9 +463,8 @@ END;
 INSERT INTO merkle_tree(only_row, size, frontier, revision) VALUES (1, NULL, x'', 0);
 
 -- migrate:down
--- Going back from the baseline drops the ledger: refused once it holds an event, so a rollback
--- never loses what was acknowledged (copy or export it, then delete the file by hand). The
--- insert below fails its CHECK on such a ledger, and the whole step rolls back.
+-- Going back drops the ledger: refused once it holds an event (the insert below fails its
+-- CHECK), so a rollback never loses what was acknowledged.
 CREATE TEMP TABLE ledger_holds_no_event(
   held INTEGER NOT NULL CONSTRAINT ledger_holds_events_and_cannot_go_back CHECK (held = 0)
 );

@@ -9,11 +9,9 @@ BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
 BEGIN ISOLATION LEVEL READ COMMITTED;
 
 -- name: writer_settings_exclusive$
--- An exclusive writer's settings and lock, after begin_read_committed: the planner told what
--- SQLite's INDEXED BY tells it (a table whose statistics lag is never read whole and sorted for
--- each claim), and no JIT (a writer's key lookups, priced high by enable_sort = off, would be
--- compiled each time). The transaction id is taken now, before any event id is drawn, so that an
--- integrator's snapshot names every writer that may still commit an id it has seen drawn.
+-- An exclusive writer's settings and lock: the planner told what SQLite's INDEXED BY tells it,
+-- and no JIT (lookups priced high by enable_sort = off would be compiled each time). The
+-- transaction id is taken before any event id is drawn, so an integrator's snapshot names it.
 SELECT set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true),
        set_config('jit', 'off', true),
        pg_advisory_xact_lock(hashtext('aios_ledger write ' || current_setting('search_path'))),
@@ -50,8 +48,7 @@ END;
 $$;
 
 -- name: notify!
--- `Database.notify(channel)`: work became claimable (`work`), or events were written
--- (`events`). The channel's name ends in a digest of the ledger's schema, so that ledgers
+-- `Database.notify(channel)`; the name ends in a digest of the ledger's schema, so that ledgers
 -- sharing a database do not wake each other's long polls and event streams.
 SELECT pg_notify('aios_ledger_' || :channel || '_' || md5(current_setting('search_path')), '');
 
@@ -72,6 +69,5 @@ END;
 $$;
 
 -- name: checkpoint_signer_lock$
--- One checkpoint signer at a time per ledger (its schema), across every process on the
--- database, until the signer's transaction ends; writers never wait on it.
+-- One checkpoint signer at a time per ledger, across processes; writers never wait on it.
 SELECT pg_advisory_xact_lock(hashtext('aios_ledger checkpoint ' || current_setting('search_path')));

@@ -1,9 +1,7 @@
--- Copying a whole ledger into an empty PostgreSQL one: what is not one table's rows (those use
--- the statements the catalogue of tables renders).
+-- Copying a whole ledger into an empty PostgreSQL one: what is not one table's rows.
 
 -- name: copy_event_id_counter$
--- The last event id the source handed out (its archived events' ids are never handed out again);
--- one more is what log_next_event_id would draw, which a read (a preview) peeks at.
+-- The last event id the source handed out (archived ones too); a preview peeks at it.
 SELECT greatest(CASE WHEN s.is_called THEN s.last_value ELSE s.last_value - 1 END,
                 coalesce((SELECT max(event_id) FROM events), 0))
 FROM event_ids AS s;

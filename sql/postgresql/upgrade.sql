@@ -1,10 +1,8 @@
--- `aios-ledger upgrade`: a 0.x ledger's schema made the 1.0 baseline's around the re-sealing of
--- its log (shell/log/upgrade.py), which rewrites every seal and the Merkle tree over them.
+-- `aios-ledger upgrade`: a 0.x schema made the baseline's around the re-sealing of its log.
 
 -- name: upgrade_open_log#
 -- `event_seals` lets the re-sealing update its rows (its version checks go until every row is
--- v5) and takes the baseline's index of adopted seals; the Merkle tree and the checkpoints
--- signed of it are emptied, to be built again over the new seals.
+-- v5); the Merkle tree and its checkpoints are emptied, to be built again.
 ALTER TABLE event_seals
     DROP CONSTRAINT event_seals_chained_row_check,
     DROP CONSTRAINT event_seals_seal_version_check,

@@ -1,14 +1,10 @@
--- `aios-ledger upgrade`: a 0.x ledger's schema made the 1.0 baseline's around the re-sealing of
--- its log (shell/log/upgrade.py), which rewrites every seal and the Merkle tree over them.
+-- `aios-ledger upgrade`: a 0.x schema made the baseline's around the re-sealing of its log.
 
 -- name: upgrade_open_log#
--- `event_seals` takes the baseline's definition (v5 seals only), its index of adopted seals,
--- and lets the re-sealing update its rows; the Merkle tree and the checkpoints signed of it are
--- emptied, to be built again over the new seals. SQLite changes a table's CHECK constraints
--- only by rebuilding it, which its foreign keys and append-only triggers forbid in a
--- transaction, or by writing its definition, as here (`writable_schema=RESET` makes this
--- connection read it again; the statements after it tell the others); every row is v5 when
--- the transaction commits.
+-- `event_seals` takes the baseline's definition and lets the re-sealing update its rows; the
+-- Merkle tree and its checkpoints are emptied, to be built again. SQLite changes CHECK constraints
+-- only by rebuilding the table (which its foreign keys and triggers forbid in a transaction) or
+-- by writing its definition, as here; every row is v5 when the transaction commits.
 PRAGMA writable_schema = ON;
 UPDATE sqlite_master SET sql = 'CREATE TABLE event_seals(
   event_id INTEGER PRIMARY KEY REFERENCES events(event_id),

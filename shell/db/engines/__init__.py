@@ -1,14 +1,8 @@
 """The engines a ledger runs on: what one must provide, and the registry that picks one.
 
-One core and one plan format over one module per engine (SQLite through apsw, PostgreSQL
-through psycopg 3), as in eventsourcing's recorder pattern: an engine module is the only place
-that names its driver, and everything above it talks to the `Connection` and `Database`
-protocols here. `Database(target)` picks the engine the target's URL scheme names in `ENGINES`.
-
-`ENGINES` names each module by import path and loads it on first use, so that adding an engine
-is one module, its SQL and one row here (CONTRIBUTING.md, "Adding an engine"), and opening a
-SQLite file never imports psycopg.
-`tests/test_engine_boundary.py` keeps every other module from naming an engine's types.
+An engine module is the only place that names its driver; everything above it talks to the
+protocols here. `ENGINES` loads each module on first use, so that opening a SQLite file never
+imports psycopg, and adding an engine is one module, its SQL and one row.
 """
 
 from __future__ import annotations
@@ -33,20 +27,14 @@ Read = tuple[str, Params | None, type[Any] | None]
 
 
 class Connection(Protocol):
-    """What a transaction's work gets on an engine (`Database.write` / `read`): reads of named
-    statements, a plan's writes with the ids of its events, and the transaction's state.
-    Everything an engine does to save round trips (pipelines, reads sent ahead, ids reserved
-    ahead, rows carried from one transaction to the next) stays behind these methods, in its
-    own module. Notifications (`Database.notify`, `listen`) and the migrator's and tools'
-    statements (`SchemaConnection`) are no part of it."""
+    """What a transaction's work gets on an engine: reads of named statements and a plan's
+    writes. Whatever an engine does to save round trips stays behind these methods."""
 
     # Its row's name in `ENGINES`: the statement texts it runs and its migrations.
     dialect: str
 
     @property
     def in_transaction(self) -> bool: ...
-
-    # -- reading: a statement's name, its parameters, the record of its rows ------------------
 
     def fetch_all(self, name: str, params: Params | None) -> list[Row]: ...
 
@@ -57,106 +45,70 @@ class Connection(Protocol):
     def fetch_record(self, name: str, params: Params | None, record: None) -> Any: ...
 
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
-        """The first row as `record(*columns)` (a record of None: its first column's value);
-        the columns are checked against the record's fields once per statement and record in
-        each process."""
-        ...
+        """The first row as `record(*columns)` (a record of None: its first column's value)."""
 
     def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
-        """Every row of each read as its record (a record of None: its first column's value),
-        in one round trip where the engine has them. `appending`: the plan decided on these
-        reads will likely append that many events (the engine may reserve their ids)."""
-        ...
+        """Every row of each read as its record, in one round trip where the engine has them.
+        `appending`: how many events the plan decided on them will likely append."""
 
     def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
-        """The reads of a batch's independent decisions at once, where the engine gains by it
-        (as `fetch_together`); None where it does not: each decision reads when it comes."""
-        ...
+        """A batch's independent reads at once (`fetch_together`); None where nothing is gained."""
 
     def stream_records(
         self, name: str, params: Params | None, record: type[R]
     ) -> Generator[R, None, None]:
         """Each row as `record(*columns)`; closing the generator finishes the statement."""
-        ...
 
     def stream_tuples(
         self, name: str, columns: tuple[str, ...]
     ) -> AbstractContextManager[Iterator[tuple[Any, ...]]]:
-        """A read's rows as tuples, in constant memory, after checking that it returns
-        `columns` (`STATEMENT_INVALID` otherwise): the verifier's streams."""
-        ...
-
-    # -- writing a plan -------------------------------------------------------------------------
+        """A read's rows as tuples in constant memory, after checking it returns `columns`."""
 
     def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
-        """A plan's statements in order; a guarded write that changed another number of rows
-        than one is `error("REVISION_CONFLICT", ...)` (`run.revision_conflict`)."""
-        ...
+        """A plan's statements; a guarded write not changing one row is REVISION_CONFLICT."""
 
     def first_event_id(self, chains: Collection[str]) -> int:
-        """The id a decision numbers its first event with, on the tail of `chains`: the id the
-        next event gets, or a provisional one that `number_events` replaces (as far as a read
-        can tell, in a read)."""
-        ...
+        """The id a decision numbers its first event with (perhaps provisional: `number_events`)."""
 
     def number_events(self, first: int, count: int) -> list[int]:
-        """The ids of a decided plan's `count` events, numbered from `first` when decided (the
-        shared append step, `apply.PlanExecutor`, renumbers them when these differ)."""
-        ...
+        """The ids of a decided plan's `count` events, numbered from `first` when decided."""
 
-    def run_write(self, name: str, params: Params | None) -> int:
-        """Run a named statement; how many rows it changed."""
-        ...
+    def run_write(self, name: str, params: Params | None) -> int: ...
 
-    # Whether a write appends its events' Merkle leaves itself (one writer: commit order is
-    # id order), or an integrator appends them after they commit (writers beside each other).
+    # Whether a write appends its events' Merkle leaves itself, or an integrator does later.
     integrates_inline: bool
 
     def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
-        """An integration pass's start, under the integrators' lock: how many of `waiting`
-        (the transactions the previous pass saw in progress) still run, the last event id
-        handed out, and the transactions in progress now (`core.log.merkle.ScanFloor`)."""
-        ...
+        """An integration pass's start, under the integrators' lock (`merkle.ScanFloor`)."""
 
 
 class SchemaConnection(Connection, Protocol):
-    """What the migrator, `copy` and the tools get (`Database.write_schema`): the write path's
-    connection and the statements the ledger's own writes never run."""
+    """What the migrator, `copy` and the tools get (`Database.write_schema`)."""
 
-    def run_many(self, name: str, rows: Sequence[Params]) -> None:
-        """One statement over many rows (`copy`'s inserts)."""
-        ...
+    def run_many(self, name: str, rows: Sequence[Params]) -> None: ...
 
-    def run_script(self, text: str) -> None:
-        """A migration's section: several statements, no parameters."""
-        ...
+    def run_script(self, text: str) -> None: ...
 
     def prepare_schema(self) -> None:
-        """Before migrating, under the write lock: make the place the ledger's tables go."""
-        ...
+        """Before migrating, under the write lock: make the place the tables go."""
 
     def execute(self, text: str, params: Any = None, /) -> Any:
-        """Ad-hoc SQL for tools and tests that look at a ledger's tables (`:name` or `?`
-        parameters); the ledger itself names its statements."""
-        ...
+        """Ad-hoc SQL for tools and tests (`:name` or `?` parameters)."""
 
 
 class Listener(Protocol):
     """A subscription to a channel's notifications (`Database.listen`), for one thread."""
 
     def wait(self, timeout: float) -> bool:
-        """Whether a notification came since the last wait (or the listening began), waiting
-        up to `timeout` seconds for one."""
-        ...
+        """Whether a notification came since the last wait, waiting up to `timeout` seconds."""
 
     def close(self) -> None: ...
 
 
 @attrs.frozen
 class Registered:
-    """A row of `ENGINES`: an engine's name (its dialect), its module, the URL schemes that
-    select it (None: a target that is not a URL, a file's path), how its targets are written
-    (messages), and the packages of its own statement texts and of its migrations."""
+    """A row of `ENGINES`: name (dialect), module, URL schemes (None: a path), how its targets
+    are written (for messages), and the packages of its statements and migrations."""
 
     name: str
     module: str
@@ -174,7 +126,6 @@ ENGINES: tuple[Registered, ...] = (
         (None,),
         "a SQLite file's path (e.g. ./ledger.db)",
         "aios_ledger.sql.sqlite",
-        # dbmate reads each engine's folder: SQLite's stayed where its users' commands name it.
         "aios_ledger.sql.migrations",
     ),
     Registered(
@@ -209,8 +160,7 @@ def is_database_url(target: object) -> bool:
 
 
 def refuse_unsupported_url(target: str) -> None:
-    """A URL of another scheme (`mysql://`, `sqlite://`, `http://`) is a mistake, never a file
-    name: SQLite would take `mysql://h/db` as the file `db` in the folder `mysql:/h`."""
+    """A URL of another scheme is a mistake, never a file name (`mysql://h/db`)."""
     scheme = url_scheme(target)
     if scheme is not None and scheme not in _BY_SCHEME:
         raise LedgerError(
@@ -222,11 +172,16 @@ def refuse_unsupported_url(target: str) -> None:
 
 def registered(target: object) -> Registered:
     """The row that opens `target`; a URL of no registered scheme goes to the engine of paths,
-    whose checks refuse it (`refuse_unsupported_url`) after the path's own. Its module is
-    loaded by `connection.engine_for`."""
+    whose checks refuse it."""
     return _BY_SCHEME.get(url_scheme(target)) or _BY_SCHEME[None]
 
 
+def check_streamed(name: str, found: tuple[str, ...], columns: tuple[str, ...]) -> None:
+    """A stream read as tuples must return the columns its reader expects."""
+    if found != columns:
+        raise LedgerError("STATEMENT_INVALID", f"{name} returns {found}, expected {columns}")
+
+
 def engine_names() -> tuple[str, ...]:
-    """Every registered engine, in the registry's order (the both-engines tests run each)."""
+    """Every registered engine, in the registry's order."""
     return tuple(engine.name for engine in ENGINES)

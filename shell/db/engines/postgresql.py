@@ -1,18 +1,10 @@
-"""PostgreSQL, through psycopg 3: the scale-out engine, for a `postgresql://` (or `postgres://`)
-URL. The ledger's URL, its connections, its named statements, psycopg's errors as the ledger's
-codes, and the Database over a psycopg pool.
+"""PostgreSQL, through psycopg 3: the scale-out engine, for a `postgresql://` URL.
 
-The ledger lives in the schema the URL's `search_path` names (default `aios_ledger`). A write
-takes the ledger's write lock, a transaction-scoped advisory lock: shared for a task's own
-transitions, which lock the rows they decide on, so writers of different tasks run side by
-side; exclusive for every other write, the counterpart of SQLite's `BEGIN IMMEDIATE`. A read is
-one REPEATABLE READ READ ONLY snapshot.
-
-Serialization failures and deadlocks are retried a bounded number of times; a server that is
-down or full is retried while nothing can have been committed, for `UNAVAILABLE_PATIENCE`, then
-answered `DATABASE_UNAVAILABLE` with a time to retry after (so `serve` answers, not holds). A
-failure during COMMIT is answered at once, since its outcome is unknown; the caller's
-idempotency key makes its retry safe.
+The ledger lives in the schema the URL's `search_path` names. A write takes the ledger's
+advisory lock: shared for a task's own transitions (which lock their rows), so writers of
+different tasks run side by side; exclusive for every other write, as SQLite's `BEGIN IMMEDIATE`.
+A server that is down is retried only while nothing can have been committed; a failure during
+COMMIT is answered at once (its outcome is unknown; the idempotency key makes a retry safe).
 """
 
 from __future__ import annotations
@@ -31,7 +23,7 @@ import time
 from collections.abc import Callable, Collection, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import attrs
@@ -41,16 +33,13 @@ from aios_ledger.core.log.merkle import IntegrationBound
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
 from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
-from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row
+from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row, check_streamed
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
-from aios_ledger.shell.db.statements import statement_texts, statements
+from aios_ledger.shell.db.statements import statement_texts
 from psycopg import errors as pg_errors
 from psycopg.types.numeric import Int8Dumper
 from psycopg_pool import ConnectionPool, PoolTimeout
-
-if TYPE_CHECKING:
-    from aios_ledger.shell.db.group_commit import GroupCommit
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -59,22 +48,18 @@ NAME = "postgresql"
 DEFAULT_SCHEMA = "aios_ledger"
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _INT64 = range(-(2**63), 2**63)
-# A search_path setting inside libpq's `options` (`-c search_path=x`, `-csearch_path=x`,
-# `--search_path=x`).
+# A search_path setting inside libpq's `options` (`-c search_path=x`, `--search_path=x`).
 _OPTIONS_SEARCH_PATH = re.compile(r"(?:^|\s)(?:-c\s*|--)search_path=(\S*)")
 
 
-# Every session of the ledger's: a statement waits at most a second for a lock another session
-# holds (an outside transaction's LOCK TABLE or FOR UPDATE, or a writer queued behind one), and is
-# then refused DATABASE_BUSY rather than held; and a session of its own left idle inside a
-# transaction (a stuck process) is ended, so that it cannot hold locks or vacuum back.
+# A statement waits at most a second for another session's lock (then DATABASE_BUSY, not held),
+# and a stuck session idle in a transaction is ended so that it cannot hold locks.
 SESSION_OPTIONS = "-c lock_timeout=1s -c idle_in_transaction_session_timeout=60s"
 
 
 @attrs.frozen
 class PostgresTarget:
-    """A ledger on PostgreSQL: libpq's URL (without `search_path`), the ledger's schema, and the
-    URL's own `options` (libpq's; the schema's setting is added to them on connect)."""
+    """libpq's URL (without `search_path`), the ledger's schema, and the URL's own `options`."""
 
     conninfo: str
     schema: str
@@ -82,9 +67,8 @@ class PostgresTarget:
 
     @classmethod
     def parse(cls, url: str) -> PostgresTarget:
-        """Only the query is taken apart, by libpq's rules (`&`-separated `key=value`, percent-
-        decoded, `+` is a plus); the rest goes to libpq as written, so that every form it takes
-        stays intact (`postgresql:///db`, `postgresql://%2Fvar%2Frun%2Fpostgresql/db`)."""
+        """Only the query is taken apart (by libpq's rules); the rest goes to libpq as written, so
+        that every form it takes stays intact (`postgresql:///db`, a socket's path)."""
         base, _, query = url.partition("?")
         kept: list[str] = []
         schemas: list[str] = []
@@ -133,9 +117,7 @@ class PostgresTarget:
         return f"{scheme}://{authority}{slash}{path}?{'&'.join(pairs)}"
 
     def connect_options(self) -> dict[str, Any]:
-        # The ledger's session settings come first, so that the URL's own `options` (a longer
-        # lock_timeout, say) override them; the schema's setting comes last, so that it is the
-        # one that holds.
+        # The URL's own `options` override the ledger's settings; the schema's comes last to hold.
         options = " ".join(filter(None, (SESSION_OPTIONS, self.options)))
         return {
             "autocommit": True,
@@ -160,20 +142,13 @@ def postgresql_text(text: str) -> str:
     return PARAMETER.sub(replace, text)
 
 
-# Each statement's text as psycopg takes it.
-TEXTS = {name: postgresql_text(text) for name, text in statement_texts("postgresql").items()}
-
-
-def _raw_texts() -> dict[str, str]:
-    return {name: s.sql for name, s in statements("postgresql").items()}
-
-
-_RAW_TEXTS = _raw_texts()
+# Each statement's text as written (run without parameters) and as psycopg binds them.
+_RAW_TEXTS = statement_texts("postgresql")
+TEXTS = {name: postgresql_text(text) for name, text in _RAW_TEXTS.items()}
 
 
 def _has_rows(cursor: psycopg.Cursor[Any]) -> bool:
-    """Whether the statement returned rows (a SELECT, a RETURNING), asked of its result: its
-    `description` would build a column object per column on every read."""
+    """Whether the statement returned rows, asked of its result (cheaper than `description`)."""
     result = cursor.pgresult
     return result is not None and result.status == psycopg.pq.ExecStatus.TUPLES_OK
 
@@ -185,8 +160,7 @@ def _columns(cursor: psycopg.Cursor[Any]) -> tuple[str, ...] | None:
 
 @attrs.frozen
 class _Queued:
-    """A statement that waits for the connection's next pipeline batch: the transaction's BEGIN
-    and lock, or a plan's write, whose row count is checked when its result is back."""
+    """A statement waiting for the next pipeline batch (a BEGIN, or a plan's checked write)."""
 
     text: str
     params: dict[str, Any] | None
@@ -197,8 +171,7 @@ class _Queued:
 # A row-locked write's events are decided at this id and numbered once decided: it only orders
 # them within the transaction.
 _PROVISIONAL_EVENT_ID = 1
-# The statements a transaction's BEGIN is, by its mode, as its first pipeline batch sends them (a
-# pipeline takes one statement a text).
+# A transaction's BEGIN statements, by its mode (a pipeline takes one statement a text).
 _BEGIN_STATEMENTS = {
     "begin_immediate": ("begin_read_committed", "writer_settings_exclusive"),
     "begin_row_locked": ("begin_read_committed", "writer_settings_shared"),
@@ -207,10 +180,8 @@ _BEGIN_STATEMENTS = {
 
 
 def _checked_on_server(text: str) -> str:
-    """A compare-and-swap's one text, failing on the server unless it changed exactly one row
-    (invalid_text_representation naming REVISION_CONFLICT): a plan's last pipeline batch can
-    then carry its COMMIT, which commits nothing behind a missed guard. The CASE depends on the
-    count, so the planner cannot fold the failing cast ahead of time."""
+    """A compare-and-swap failing on the server unless it changed exactly one row, so that the
+    COMMIT in the same pipeline batch commits nothing behind a missed guard."""
     body = text.strip().removesuffix(";")
     return (
         f"WITH changed AS (\n{body}\nRETURNING 1)\nSELECT CAST(CASE count(*) WHEN 1 THEN '1' "
@@ -227,22 +198,16 @@ _GUARDED_TEXTS = {
 
 
 def _text(name: str, params: Mapping[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
-    """A named statement's text and its parameters as psycopg binds them (without parameters,
-    the text as written: it holds no placeholder, and a `%` in it is no format)."""
+    """A named statement's text and its parameters as psycopg binds them."""
     if params:
         return TEXTS[name], bindable(name, params)
     return _RAW_TEXTS[name], None
 
 
 class PgConnection:
-    """What a transaction's work gets on PostgreSQL (the ledger's `engines.Connection`): one
-    psycopg connection (autocommit, its transactions are the Database's own BEGIN/COMMIT).
-
-    Round trips are what a transition costs here, so statements are sent in batches of one round
-    trip each through psycopg's pipeline (a "pipeline batch"): the BEGIN and the write
-    lock go with the transaction's first reads, and a plan's writes go with the next reads or
-    the COMMIT, their row counts checked when they are back. A transition is then one round trip
-    for its reads and one for its plan and COMMIT."""
+    """The ledger's `engines.Connection` on one psycopg connection. Round trips are what a
+    transition costs, so statements go in pipeline batches: the BEGIN and lock with the first
+    reads, a plan's writes with the next reads or the COMMIT."""
 
     dialect = "postgresql"
 
@@ -250,30 +215,21 @@ class PgConnection:
         self, raw: psycopg.Connection[Any], *, row_locked: bool = False, read_only: bool = False
     ) -> None:
         self.raw = raw
-        # Its transaction holds the ledger lock shared (beside other writers) and locks rows:
-        # its plans are decided on provisional event ids, numbered once decided.
+        # Shared ledger lock and row locks: plans are numbered once decided.
         self.row_locked = row_locked
-        # Its transaction reads only (a preview decides, and draws no id).
         self.read_only = read_only
         self._queued: list[_Queued] = []
         self._begun = False  # a BEGIN is queued or sent
-        # Event ids to reserve at the end of the next pipeline batch, after the rows its reads lock,
-        # and those reserved so: the next plan's `number_events` takes them without a round trip.
+        # Event ids to reserve with the next batch, and those reserved (for `number_events`).
         self._ids_to_reserve = 0
         self._reserved_ids: list[int] = []
 
-    # -- round trips ---------------------------------------------------------------------------
-
     def begin(self, mode: str) -> None:
-        """Open the transaction `mode` names (its BEGIN statement), queued for the first
-        pipeline batch."""
         self._queued.extend(_Queued(*_text(name, None)) for name in _BEGIN_STATEMENTS[mode])
         self._begun = True
 
     def commit(self) -> None:
-        """What waits and the COMMIT, in one pipeline batch (a plan's guarded writes fail on the
-        server when they miss, so that the COMMIT behind them commits nothing). A read that
-        sent nothing has nothing to commit."""
+        """What waits and the COMMIT, in one pipeline batch."""
         if self.read_only and not self.in_transaction_on_server:
             self._queued.clear()
             self._begun = False
@@ -297,8 +253,8 @@ class PgConnection:
     def _round_trip(
         self, items: Sequence[tuple[str, Mapping[str, Any] | None]], *, commit: bool = False
     ) -> list[psycopg.Cursor[Any]]:
-        """What waits, then `items`, then the event ids reserved ahead, then (`commit`) COMMIT, in
-        one pipeline: one round trip. The cursors of `items`, in order."""
+        """What waits, `items`, the ids to reserve and (`commit`) COMMIT in one round trip; the
+        cursors of `items`."""
         statements = [(queued.text, queued.params) for queued in self._queued]
         statements.extend(_text(name, params) for name, params in items)
         queued, self._queued = self._queued, []
@@ -326,30 +282,18 @@ class PgConnection:
         return cursors[len(queued) : len(queued) + len(items)]
 
     def flush(self) -> None:
-        """Send what waits (before a statement that cannot travel in a pipeline)."""
         if self._queued or self._ids_to_reserve:
             self._round_trip(())
 
     def _prepare_append(self, appending: int) -> None:
-        """In a row-locked write, before reads a plan of `appending` events is decided on:
-        reserve their ids at the end of the pipeline batch that sends those reads, after the
-        rows they lock."""
+        """Reserve a row-locked plan's ids after the rows its reads lock."""
         if self.row_locked:
             self._ids_to_reserve = appending
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._round_trip(((name, params),))[0]
 
-    def run_together(
-        self, items: Sequence[tuple[str, Mapping[str, Any] | None]]
-    ) -> list[psycopg.Cursor[Any]]:
-        """Reads in one pipeline (one round trip), their cursors in order: the server runs
-        them one after the other, each on a snapshot of its own, so a read after a locking
-        read sees what was committed before the lock was granted."""
-        return self._round_trip(items)
-
     def run_many(self, name: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """One statement over many rows, pipelined (psycopg's executemany)."""
         self.flush()
         with self.raw.cursor() as cursor:
             cursor.executemany(TEXTS[name], [bindable(name, row) for row in rows])
@@ -357,8 +301,7 @@ class PgConnection:
     def stream(
         self, name: str, params: Mapping[str, Any] | None, cursor_name: str
     ) -> psycopg.ServerCursor[Any]:
-        """A server-side cursor over a read statement (inside the caller's transaction), for
-        reads that stream a whole table: rows come in pages, never all at once."""
+        """A server-side cursor over a read statement: rows come in pages, never all at once."""
         self.flush()
         cursor = self.raw.cursor(name=cursor_name)
         cursor.itersize = 2000
@@ -371,9 +314,7 @@ class PgConnection:
     def execute(
         self, text: str, params: Mapping[str, Any] | Sequence[Any] | None = None
     ) -> psycopg.Cursor[Any]:
-        """Ad-hoc SQL, as apsw's `Connection.execute` takes it (`:name` or `?` parameters):
-        for tools and tests that look at a ledger's tables; the ledger itself names its
-        statements (`run`)."""
+        """Ad-hoc SQL for tools and tests, as apsw takes it (`:name` or `?` parameters)."""
         self.flush()
         if isinstance(params, Mapping):
             return self.raw.execute(postgresql_text(text).encode(), bindable("sql", params))
@@ -382,7 +323,6 @@ class PgConnection:
         return self.raw.execute(text.encode())
 
     def run_script(self, text: str) -> None:
-        """A migration's section: several statements, no parameters."""
         self.flush()
         self.raw.execute(text.encode("utf-8"))
 
@@ -390,16 +330,12 @@ class PgConnection:
     def in_transaction(self) -> bool:
         return self._begun or self.in_transaction_on_server
 
-    # -- the ledger's `engines.Connection` ---------------------------------------------------
-
     def fetch_all(self, name: str, params: Params | None = None) -> list[Row]:
         found = self.run(name, params)
         names = _columns(found)
         return [] if names is None else [dict(zip(names, row, strict=True)) for row in found]
 
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
-        # Off the cursor's rows, as `stream_records` reads them: asking `description` first
-        # would build its column objects on every read.
         found = self.run(name, params)
         if not _has_rows(found):  # a statement that returns no rows: nothing to read
             return None
@@ -412,12 +348,13 @@ class PgConnection:
         return None
 
     def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
-        """Every row of each read, in one pipeline, one round trip (`run_together`)."""
         if not reads:
             return []
         self._prepare_append(appending)
         try:
-            cursors = self.run_together([(name, params) for name, params, _ in reads])
+            # Each read has its own snapshot: one after a locking read sees what was committed
+            # before the lock was granted.
+            cursors = self._round_trip([(name, params) for name, params, _ in reads])
         except LedgerError:
             # A parameter refused before anything was sent: nothing is reserved for it.
             self._ids_to_reserve = 0
@@ -434,7 +371,6 @@ class PgConnection:
         return found
 
     def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
-        """A statement costs a round trip: the batch's reads go in one."""
         return self.fetch_together(reads, appending=appending)
 
     def stream_records(
@@ -450,25 +386,16 @@ class PgConnection:
     def stream_tuples(
         self, name: str, columns: tuple[str, ...]
     ) -> Iterator[Iterator[tuple[Any, ...]]]:
-        """Through a server-side cursor (`stream`), a page of rows at a time."""
         with self.stream(name, None, f"aios_verify_{name}") as streamed:
-            described = streamed.description
-            found = columns if described is None else tuple(c.name for c in described)
-            if found != columns:
-                raise LedgerError(
-                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
-                )
+            check_streamed(name, _columns(streamed) or columns, columns)
             yield iter(streamed)
 
     def run_write(self, name: str, params: Params | None = None) -> int:
         return max(self.run(name, params).rowcount, 0)
 
     def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
-        """A plan is known whole before it is applied: its statements wait for the next pipeline
-        batch (the transaction's next reads, or its COMMIT), all of them in one round trip, and
-        their row counts are checked when they are back. A guarded write that missed its row is
-        REVISION_CONFLICT even when a later statement of the plan then failed on its account.
-        Its parameters are checked now, so that a bad one is this plan's error."""
+        """A plan's statements wait for the next pipeline batch; their row counts are checked when
+        they are back. Parameters are checked now, so that a bad one is this plan's error."""
         for write in writes:
             name = str(write.statement)
             text, params = _text(name, write.params)
@@ -477,15 +404,12 @@ class PgConnection:
             self._queued.append(_Queued(text, params, write, error))
 
     def prepare_schema(self) -> None:
-        """The schema the search_path names (dbmate creates it the same way), under the write
-        lock, so that two first opens do not race to create it."""
+        """The search_path's schema, under the write lock so that two first opens do not race."""
         self.run_write("create_search_path_schema")
 
     def first_event_id(self, chains: Collection[str]) -> int:
-        """Under the exclusive lock, drawn from the sequence (set past the plan's events by
-        `number_events`); in a row-locked write a provisional id, the plan numbered once
-        decided, and never the ledger's chain, whose tip only the exclusive lock serializes; a
-        read (a preview) peeks, and draws no id."""
+        """Exclusive: from the sequence; row-locked: provisional (never on the ledger chain, whose
+        tip only the exclusive lock serializes); a read peeks and draws no id."""
         if self.read_only:
             return int(self.fetch_record("copy_event_id_counter", None, None)) + 1
         if self.row_locked:
@@ -496,21 +420,17 @@ class PgConnection:
             return _PROVISIONAL_EVENT_ID
         return int(self.fetch_record("log_next_event_id", None, None))
 
-    # Writers beside each other commit ids out of order: an integrator appends their leaves.
     integrates_inline = False
 
     def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
-        """`merkle_integration_bound`: the integrators' lock, the sequence and the snapshot."""
         [found] = self.fetch_all("merkle_integration_bound", {"waiting": ",".join(waiting)})
         return IntegrationBound(
             int(found["still_running"]), int(found["sequence"]), tuple(found["in_progress"])
         )
 
     def number_events(self, first: int, count: int) -> list[int]:
-        """Under the exclusive lock, the ids decided, the sequence set past them with the
-        plan's writes. In a row-locked write, the ids reserved with the pipeline batch just
-        back, when enough (reserved after this plan's rows were locked, they exceed every id of
-        its chains committed before; a later batch drops them), else reserved now."""
+        """Exclusive: the ids decided, the sequence set past them. Row-locked: ids reserved after
+        the plan's rows were locked (so above every id of its chains committed before)."""
         if not self.row_locked:
             self._queued.append(
                 _Queued(*_text("log_event_ids_used", {"next_event_id": first + count}))
@@ -530,10 +450,8 @@ class PgConnection:
 def _check_writes(
     queued: Sequence[_Queued], cursors: Sequence[psycopg.Cursor[Any]], failed: psycopg.Error | None
 ) -> None:
-    """The row counts of a pipeline batch's plan writes, in order, as far as they ran: a guarded one
-    that changed another number of rows than one is its plan's REVISION_CONFLICT, and so is a
-    checked one that failed on the server for that reason (the first statement without a
-    result is the one that failed; none after it ran)."""
+    """A guarded write of the batch that changed other than one row, or failed on the server
+    for it, is REVISION_CONFLICT (the first statement without a result is the one that failed)."""
     for index, waiting in enumerate(queued):
         cursor = cursors[index] if index < len(cursors) else None
         if cursor is None or cursor.pgresult is None:
@@ -557,9 +475,7 @@ def configure(raw: psycopg.Connection[Any]) -> None:
 
 
 def bindable(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters as PostgreSQL takes them, or the error SQLite's binding would give:
-    only text, integers of 64 bits, floats, bytes and NULL (psycopg would turn a list into
-    an array); text that is not UTF-8 or holds NUL (PostgreSQL's text cannot) is TEXT_INVALID."""
+    """The parameters as PostgreSQL takes them, or the error SQLite's binding would give."""
     checked: dict[str, Any] = {}
     for key, given in params.items():
         value = int(given) if isinstance(given, bool) else given
@@ -585,7 +501,14 @@ def bindable(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 # SQLSTATEs a writer retries: the transaction lost a race the server resolved by aborting it.
 RETRYABLE = (pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
-_CONSTRAINTS = (pg_errors.IntegrityError,)
+# The codes of the errors `pg_error` does not tell apart first, in order.
+_CODES: tuple[tuple[type[psycopg.Error] | tuple[type[psycopg.Error], ...], str], ...] = (
+    (RETRYABLE, "DATABASE_BUSY"),
+    (pg_errors.DiskFull, "STORAGE_FULL"),
+    ((pg_errors.InsufficientPrivilege, pg_errors.ReadOnlySqlTransaction), "DATABASE_READ_ONLY"),
+    ((pg_errors.CharacterNotInRepertoire, pg_errors.UntranslatableCharacter), "TEXT_INVALID"),
+    (pg_errors.NumericValueOutOfRange, "PARAMETER_INVALID"),
+)
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -607,30 +530,19 @@ def unavailable_error(detail: str) -> RetryLaterError:
 def pg_error(exc: psycopg.Error) -> LedgerError:
     """psycopg's error as the ledger's stable code (the server's message in the detail)."""
     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    if isinstance(exc, _CONSTRAINTS):
+    if isinstance(exc, pg_errors.IntegrityError):
         return LedgerError("CONSTRAINT_VIOLATION", detail)
     if is_unavailable(exc):
         return unavailable_error(detail)
-    if isinstance(exc, RETRYABLE):
-        return LedgerError("DATABASE_BUSY", detail)
-    if isinstance(exc, pg_errors.LockNotAvailable):
-        # Another session holds a lock past lock_timeout: the database is up, and lifting the
-        # lock is its holder's.
+    if isinstance(exc, pg_errors.LockNotAvailable):  # past lock_timeout: lifting it is the holder's
         return RetryLaterError(
             "DATABASE_BUSY",
             f"{detail} (another session holds a lock the ledger needs)",
             retry_after=UNAVAILABLE_RETRY_AFTER,
         )
-    if isinstance(exc, pg_errors.DiskFull):
-        return LedgerError("STORAGE_FULL", detail)
-    if isinstance(exc, pg_errors.InsufficientPrivilege):
-        return LedgerError("DATABASE_READ_ONLY", detail)
-    if isinstance(exc, pg_errors.ReadOnlySqlTransaction):
-        return LedgerError("DATABASE_READ_ONLY", detail)
-    if isinstance(exc, pg_errors.CharacterNotInRepertoire | pg_errors.UntranslatableCharacter):
-        return LedgerError("TEXT_INVALID", detail)
-    if isinstance(exc, pg_errors.NumericValueOutOfRange):
-        return LedgerError("PARAMETER_INVALID", detail)
+    for kinds, code in _CODES:
+        if isinstance(exc, kinds):
+            return LedgerError(code, detail)
     return LedgerError("STORAGE_ERROR", f"{type(exc).__name__}: {detail}")
 
 
@@ -639,15 +551,12 @@ RETRIES = 8
 EXCLUSIVE = "begin_immediate"
 ROW_LOCKED = "begin_row_locked"
 READ = "begin_read"
-# How long one transaction waits, over its retries, for a server that is down, restarting or
-# out of connections; once one has been refused so, how long the next ones wait for a connection
-# (enough for the pool to open one to a server that is back); and the seconds a refused client
-# is told to wait before it asks again.
+# How long a transaction waits for a server that is down; once one was refused, how long the next
+# ones wait for a connection; and the Retry-After a refused client is told.
 UNAVAILABLE_PATIENCE = 1.0
 DOWN_PATIENCE = 0.25
 UNAVAILABLE_RETRY_AFTER = 1
-# The pool's background attempts to reopen a connection give up after this long, so that the
-# next transaction's request starts a new attempt at once rather than after a growing backoff.
+# The pool's reconnect attempts end this soon, so that the next request retries at once.
 RECONNECT_SECONDS = 2.0
 POOL_SIZE_ENV = "AIOS_LEDGER_PG_POOL_SIZE"
 _CURSOR_NAMES = itertools.count(1)
@@ -681,9 +590,7 @@ class PostgresDatabase(Database):
     engine = NAME
     driver_error = psycopg.Error
     takes_copies = True
-    # Its sequence leaves gaps, and ids are not in commit order.
     dense_event_ids = False
-    # Writers beside each other commit ids out of order: an integrator appends their leaves.
     integrates_inline = False
 
     def _open(self, path: Any, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
@@ -737,15 +644,6 @@ class PostgresDatabase(Database):
         """The most connections this Database's pool opens (`AIOS_LEDGER_PG_POOL_SIZE`)."""
         return int(self._pool.max_size)
 
-    def start_group_commit(
-        self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
-    ) -> GroupCommit:
-        """SQLite's alone: PostgreSQL's pool runs concurrent writers (`shell/api/backend.py`)."""
-        raise LedgerError(
-            "USAGE_INVALID",
-            "group commit is SQLite's; on PostgreSQL the pool runs concurrent writers",
-        )
-
     def close(self) -> None:
         self._pool.close(timeout=self._timeout)
 
@@ -754,16 +652,12 @@ class PostgresDatabase(Database):
             self._pool.close(timeout=0)
 
     def quiesce_writers(self) -> None:
-        """A head is read only after the writers at work have finished: no lower id can
-        commit after it."""
-        # An exclusive writer's lock, taken in a read and let go at its end, with the writer's
-        # settings, which end with it too.
+        # An exclusive writer's lock, taken in a read and let go at its end.
         self._pg_transaction(
             READ, lambda conn: conn.fetch_record("writer_settings_exclusive", None, None)
         )
 
     def notify(self, channel: str) -> None:
-        """NOTIFY on a connection of the pool, in a transaction of its own."""
         try:
             with self._pool.connection(
                 timeout=self._connection_patience(UNAVAILABLE_PATIENCE)
@@ -775,7 +669,7 @@ class PostgresDatabase(Database):
             raise pg_error(exc) from None
 
     def listen(self, channel: str) -> Listener:
-        """LISTEN on a connection of its own, outside the pool, which it holds until closed."""
+        """LISTEN on a connection of its own, outside the pool."""
         raw = first_connection(self.target)
         try:
             raw.execute(_RAW_TEXTS[f"listen_{channel}"].encode())
@@ -785,9 +679,8 @@ class PostgresDatabase(Database):
         return _PgListener(raw)
 
     def files_dir(self, kind: str) -> Path:
-        """There is no file to stand beside: `$AIOS_LEDGER_<KIND>_DIR` when set (a folder the
-        processes that use the files share), else one folder per ledger (named by the digest
-        of its URL without password) under `$XDG_DATA_HOME` (`~/.local/share`)."""
+        """`$AIOS_LEDGER_<KIND>_DIR`, else a folder per ledger (by its URL's digest) under
+        `$XDG_DATA_HOME`: there is no database file to stand beside."""
         configured = os.environ.get(f"AIOS_LEDGER_{kind.upper()}_DIR")
         if configured:
             return Path(configured)
@@ -820,9 +713,8 @@ class PostgresDatabase(Database):
     def _pg_attempts(self, mode: str, work: Callable[[Connection], T]) -> T:
         retries = unavailable = 0
         give_up_at = time.monotonic() + UNAVAILABLE_PATIENCE
-        # Beside other writers, a key or a chain position taken by a transaction that committed
-        # after this one read is a unique violation: the retry reads it and decides again (a
-        # replay, a conflict, the next position). Under the exclusive lock it cannot happen.
+        # Beside other writers, a key taken by a transaction that committed after this one read
+        # is a unique violation: the retry reads it and decides again.
         retryable = (*RETRYABLE, pg_errors.UniqueViolation) if mode == ROW_LOCKED else RETRYABLE
         while True:
             left = give_up_at - time.monotonic()
@@ -840,8 +732,6 @@ class PostgresDatabase(Database):
                     f"the connection broke during COMMIT (the outcome is unknown): {exc}"
                 ) from None
             except PoolTimeout as exc:
-                # The pool had no connection to give in all the patience left: the server is
-                # down, or refuses more connections.
                 raise unavailable_error(str(exc)) from None
             except psycopg.Error as exc:
                 if isinstance(exc, retryable) and retries < RETRIES:
@@ -850,8 +740,7 @@ class PostgresDatabase(Database):
                     self._sleep(retries)
                     continue
                 if is_unavailable(exc) and time.monotonic() < give_up_at:
-                    # Nothing was committed (the failure came before COMMIT): try again on
-                    # another connection; the pool drops the broken one.
+                    # Nothing was committed: try again on another connection.
                     unavailable += 1
                     self._sleep(unavailable)
                     continue
@@ -867,22 +756,17 @@ class PostgresDatabase(Database):
         try:
             result = work(conn)
         except BaseException:
+            with contextlib.suppress(psycopg.Error):
+                conn.rollback()
+            raise
+        finally:
             self._local.conn = None
-            with contextlib.suppress(psycopg.Error):
-                conn.rollback()
-            raise
-        self._local.conn = None
         try:
-            # The plan's writes that wait go with the COMMIT: a broken connection leaves a
-            # write's outcome unknown.
+            # The plan's writes go with the COMMIT: a broken connection leaves the outcome unknown.
             conn.commit()
-        except psycopg.Error as exc:
-            if is_unavailable(exc):
+        except BaseException as exc:
+            if isinstance(exc, psycopg.Error) and is_unavailable(exc):
                 raise _CommitUncertain(str(exc)) from exc
-            with contextlib.suppress(psycopg.Error):
-                conn.rollback()
-            raise
-        except BaseException:
             with contextlib.suppress(psycopg.Error):
                 conn.rollback()
             raise
@@ -890,26 +774,22 @@ class PostgresDatabase(Database):
 
     @contextmanager
     def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
-        """Stream a read statement's rows through a server-side cursor, inside the caller's
-        transaction (`read` or `write`), without holding them all in memory."""
+        """A read statement's rows through a server-side cursor, in the caller's transaction."""
         conn: PgConnection | None = getattr(self._local, "conn", None)
         if conn is None:
             raise LedgerError("STORAGE_ERROR", "cursor_rows outside a transaction")
         with conn.stream(name, params, f"aios_rows_{next(_CURSOR_NAMES)}") as cursor:
-            columns = [] if cursor.description is None else [c.name for c in cursor.description]
+            columns = _columns(cursor) or ()
             yield (dict(zip(columns, row, strict=True)) for row in cursor)
 
 
-# libpq's words when the server refuses a database it does not have (its FATAL message in the
-# server's language: another language's is answered as DATABASE_UNAVAILABLE, with its words).
+# libpq's words for a database the server does not have (in English; else DATABASE_UNAVAILABLE).
 _NO_SUCH_DATABASE = re.compile(r'database "(?P<name>(?:[^"]|"")*)" does not exist')
 
 
 def first_connection(target: PostgresTarget) -> psycopg.Connection[Any]:
-    """A connection to `target`'s database, or the reason there is none as a code: a database
-    the server does not have is DATABASE_NOT_FOUND; a server that cannot be reached (a refused
-    port, a host name that does not resolve, a role refused) is DATABASE_UNAVAILABLE, with
-    libpq's reason, which names the host and port."""
+    """A connection to `target`'s database; else DATABASE_NOT_FOUND (no such database) or
+    DATABASE_UNAVAILABLE with libpq's reason."""
     where = target.redacted()
     try:
         return psycopg.connect(target.conninfo, **target.connect_options())
@@ -926,9 +806,7 @@ def first_connection(target: PostgresTarget) -> psycopg.Connection[Any]:
 
 
 def require_ledger(url: str) -> None:
-    """Refuse a URL whose schema holds no ledger (it does not exist, or holds no table) with
-    DATABASE_NOT_FOUND, creating nothing: the command line's counterpart of a missing file
-    (only `init` and `migrate` create a ledger)."""
+    """DATABASE_NOT_FOUND for a schema that holds no ledger, creating nothing."""
     target = PostgresTarget.parse(url)
     with first_connection(target) as raw:
         try:
@@ -944,8 +822,7 @@ def require_ledger(url: str) -> None:
 
 
 def require_creatable(target: str) -> None:
-    """`init` creates the schema itself (the server's database must exist: `first_connection`
-    says so when it does not)."""
+    """`init` creates the schema itself; `first_connection` refuses a missing database."""
 
 
 SCHEMA_HEADER = """\
@@ -956,8 +833,7 @@ _NOISE = re.compile(r"^(--.*|SET .*|SELECT pg_catalog\.set_config.*|CREATE SCHEM
 
 
 def schema_sql(target: str | None) -> str:
-    """The schema as pg_dump (the tool DBAs and dbmate use) of a scratch
-    schema migrated for the purpose in the database `target` names, and dropped after."""
+    """pg_dump's schema of a scratch schema migrated in `target`'s database, dropped after."""
     if target is None:
         raise LedgerError("USAGE_INVALID", "PostgreSQL's schema is dumped from a server: give --db")
     pg_dump = shutil.which("pg_dump")

@@ -1,16 +1,9 @@
 """SQLite, through apsw: the embedded engine, for a file's path (or None: in memory).
 
-A transaction's work gets a `SqliteConnection`: an apsw connection subclass (so everything apsw
-offers stays available to tools and tests) that is also the ledger's `engines.Connection`. Its
-helpers run statements straight off apsw's statement cache, with nothing in between per row: a
-hot read (`fetch_record`) is one call into apsw, and a plan's statements run in one loop.
-
-`SqliteDatabase` adds the ledger's pragmas, transactions and schema step on open. Every write
-runs as `BEGIN IMMEDIATE … COMMIT`, retries a busy database a bounded number of times and turns
-every storage failure into a `LedgerError` after rolling back, so a caller never sees an apsw
-exception nor a half-applied write. The WAL is copied back beside the writers
-(`sqlite_checkpoints`); group commit (`shell/db/group_commit.py`) shares one commit among many
-writers' works.
+`SqliteConnection` is an apsw connection (so tools keep all of apsw) that is also the ledger's
+`engines.Connection`, running statements straight off apsw's statement cache. Every write is
+`BEGIN IMMEDIATE … COMMIT`, retried while busy, and a storage failure is a `LedgerError` after
+the rollback, so a caller never sees an apsw exception nor a half-applied write.
 """
 
 from __future__ import annotations
@@ -38,6 +31,7 @@ from aios_ledger.shell.db.engines import (
     Params,
     Read,
     Row,
+    check_streamed,
     refuse_unsupported_url,
 )
 from aios_ledger.shell.db.engines.sqlite_checkpoints import (
@@ -66,8 +60,7 @@ _COMMIT = _TEXTS["commit"]
 
 
 class Signal:
-    """A channel's notifications within one process: a count under a condition, which every
-    listener compares with the count it last saw."""
+    """A channel's notifications within one process: a count under a condition."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -98,8 +91,7 @@ class _SignalListener:
         """Nothing held: the signal keeps no list of its listeners."""
 
 
-# Each file's channels, shared by every Database on it in this process: the one that owns the
-# file's writer (`serve`) is the process whose long polls a create wakes.
+# Each file's channels, shared by every Database on it in this process.
 _SIGNALS: dict[tuple[str, str], Signal] = {}
 
 _STORAGE_ERRORS: tuple[tuple[type[BaseException], str], ...] = (
@@ -130,8 +122,7 @@ _ADVICE = {
 
 
 def storage_error(exc: BaseException, path: str | None = None) -> LedgerError:
-    """SQLite's failure as the ledger's code; with the database's `path`, a failure of the file
-    itself names it and says what to do."""
+    """SQLite's failure as the ledger's code; with `path`, a failure of the file says what to do."""
     for kind, code in _STORAGE_ERRORS:
         if isinstance(exc, kind):
             advice = _ADVICE.get(code)
@@ -142,9 +133,7 @@ def storage_error(exc: BaseException, path: str | None = None) -> LedgerError:
 
 
 def _parameter_error(name: str, exc: Exception) -> LedgerError:
-    """Parameters SQLite cannot take (text that is not UTF-8, a list, an integer over 64 bits)
-    are refused at the one place where parameters meet SQLite: the stores validate first,
-    this is the last line."""
+    """Parameters SQLite cannot take (not UTF-8, a list, over 64 bits): the last line of checks."""
     if isinstance(exc, UnicodeEncodeError):
         return LedgerError("TEXT_INVALID", f"{name}: a parameter is not valid UTF-8 text")
     return LedgerError("PARAMETER_INVALID", f"{name}: {exc}")
@@ -154,35 +143,35 @@ def _columns(cursor: apsw.Cursor) -> tuple[str, ...]:
     return tuple(column[0] for column in cursor.get_description())
 
 
+def _dict_rows(cursor: apsw.Cursor) -> Iterator[Row]:
+    """A cursor's rows as dicts (a statement that returned no row has no columns to name)."""
+    try:
+        columns = _columns(cursor)
+    except apsw.ExecutionCompleteError:
+        return iter(())
+    return (dict(zip(columns, row, strict=True)) for row in cursor)
+
+
 class SqliteConnection(apsw.Connection):
     """An apsw connection that is also the ledger's `engines.Connection`."""
 
     dialect = "sqlite"
-    # The Merkle tree's head row as the running write transaction's last append left it, and
-    # the one carried over from the last committed one (data version after its COMMIT, row):
-    # the one writer need not read it again while nothing else wrote.
+    # The Merkle head row this transaction's last append left, and the one carried from the last
+    # commit (with the data version): the one writer need not read it again while nothing wrote.
     _kept: MerkleTreeRow | None = None
     _carried: tuple[int, MerkleTreeRow] | None = None
 
     def run_statement(self, name: str, params: Params | None = None) -> apsw.Cursor:
-        """Execute a named statement (its parameters checked as `_parameter_error` says)."""
         try:
             return self.execute(_TEXTS[name], params)
         except (UnicodeEncodeError, TypeError, OverflowError) as exc:
             raise _parameter_error(name, exc) from None
 
     def fetch_all(self, name: str, params: Params | None = None) -> list[Row]:
-        cursor = self.run_statement(name, params)
-        try:
-            columns = [column[0] for column in cursor.get_description()]
-        except apsw.ExecutionCompleteError:
-            return []
-        return [dict(zip(columns, row, strict=True)) for row in cursor]
+        return list(_dict_rows(self.run_statement(name, params)))
 
     def fetch_record(self, name: str, params: Params | None, record: type[R] | None) -> Any:
-        # Read straight off the cursor, not through `stream_records`: the generator and its
-        # closing were a tenth of a transition's Python calls. Leaving the method drops the
-        # cursor, which resets the statement.
+        # Straight off the cursor (the hot read): no generator, no helper call.
         if self._carried is not None and name == TREE_FOR_UPDATE:
             carried, self._carried = self._carried, None
             if carried[0] == self.data_version():  # no COMMIT since, this writer's or another's
@@ -200,7 +189,6 @@ class SqliteConnection(apsw.Connection):
         return None
 
     def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
-        """One read after the other: a statement is a call, not a round trip."""
         found: list[list[Any]] = []
         for name, params, record in reads:
             cursor = self.run_statement(name, params)
@@ -216,8 +204,7 @@ class SqliteConnection(apsw.Connection):
         return found
 
     def fetch_ahead(self, reads: Sequence[Read], *, appending: int) -> list[list[Any]] | None:
-        """Never: a read costs no round trip, and an item's reads must see the writes of the
-        items before it (a create's sequence, say)."""
+        """Never: a read costs no round trip, and must see the writes of the items before it."""
         return None
 
     def stream_records(
@@ -236,34 +223,21 @@ class SqliteConnection(apsw.Connection):
         cursor = self.cursor()
         try:
             cursor.execute(_TEXTS[name])
-            try:
-                found = _columns(cursor)
-            except apsw.ExecutionCompleteError:
-                found = columns
-            if found != columns:
-                raise LedgerError(
-                    "STATEMENT_INVALID", f"{name} returns {found}, expected {columns}"
-                )
+            with contextlib.suppress(apsw.ExecutionCompleteError):  # no rows: nothing to check
+                check_streamed(name, _columns(cursor), columns)
             yield iter(cursor)
         finally:
             cursor.close()
 
     def run_write(self, name: str, params: Params | None = None) -> int:
-        try:
-            self.execute(_TEXTS[name], params)
-        except (UnicodeEncodeError, TypeError, OverflowError) as exc:
-            raise _parameter_error(name, exc) from None
+        self.run_statement(name, params)
         return self.changes()
 
     def run_plan(self, writes: Sequence[SqlWrite], error: type[LedgerError]) -> None:
-        """In order, each checked as it runs: the first guarded write that missed its row
-        stops the plan (the caller's transaction rolls back)."""
+        """In order; the first guarded write that missed its row stops the plan."""
         for write in writes:
             statement = write.statement
-            try:
-                self.execute(_TEXTS[statement], write.params)
-            except (UnicodeEncodeError, TypeError, OverflowError) as exc:
-                raise _parameter_error(statement, exc) from None
+            self.run_statement(statement, write.params)
             if statement.guarded:
                 changed = self.changes()
                 if changed != 1:
@@ -284,24 +258,18 @@ class SqliteConnection(apsw.Connection):
         """The file is the schema's place: nothing to make."""
 
     def first_event_id(self, chains: Collection[str]) -> int:
-        """The id the next event gets: the one writer hands ids out in commit order."""
         return int(self.fetch_record("log_next_event_id", None, None))
 
     def number_events(self, first: int, count: int) -> list[int]:
-        """The ids they were decided with (AUTOINCREMENT moves on with the inserts)."""
         return list(range(first, first + count))
 
-    # The one writer appends its events' leaves in its own transaction, in id order.
     integrates_inline = True
 
     def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
-        """The one writer holds the file's lock: every id handed out is settled."""
         return IntegrationBound(0, int(self.fetch_record("copy_event_id_counter", None, None)))
 
     def began_transaction(self) -> None:
-        """A plain transaction began (`SqliteDatabase`'s; group commit's batches carry nothing
-        over, and what one kept is dropped here): what this one keeps is carried past its
-        COMMIT."""
+        """A plain transaction (not group commit's) began: what it keeps is carried past COMMIT."""
         self._kept = None
 
     def committed_transaction(self) -> None:
@@ -320,8 +288,7 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
     if not text or "\0" in text:
         raise LedgerError("DATABASE_PATH_INVALID", "the database path is empty or holds NUL")
     try:
-        # SQLite takes UTF-8 names; a name that is not (bytes from argv that were not UTF-8
-        # arrive as lone surrogates) cannot be handed over.
+        # SQLite takes UTF-8 names (argv bytes that were not arrive as lone surrogates).
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise LedgerError("DATABASE_PATH_INVALID", f"{text!r} is not valid UTF-8") from None
@@ -330,8 +297,8 @@ def resolve_path(path: str | os.PathLike[str] | None) -> str:
 
 
 def database_file_exists(path: str) -> bool:
-    """A database is a regular file, or a file still to be created: never a directory or a
-    device (SQLite would put `/dev/null-wal` beside `/dev/null`)."""
+    """Whether the regular file is there; a directory or a device is refused (SQLite would put
+    `/dev/null-wal` beside `/dev/null`)."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -387,17 +354,13 @@ def schema_sql(target: str | None = None) -> str:
 
 
 class SqliteDatabase(Database):
-    """A ledger in a SQLite file (or in memory): one apsw connection with the ledger's pragmas
-    and its schema step (see `connection.Database`)."""
+    """A ledger in a SQLite file (or in memory) on one apsw connection."""
 
     engine = NAME
     conn: SqliteConnection
     driver_error = apsw.Error
     busy_errors: tuple[type[BaseException], ...] = (apsw.BusyError, apsw.LockedError)
-    # SQLite hands event ids out in commit order without gaps (AUTOINCREMENT under its one
-    # writer), so a missing id is a removed event.
     dense_event_ids = True
-    # The one writer appends its events' leaves in its own transaction.
     integrates_inline = True
 
     def _open(
@@ -417,8 +380,7 @@ class SqliteDatabase(Database):
         self.group_commit: GroupCommit | None = None  # see start_group_commit
         self._vfs = vfs
         self._own_signals: dict[str, Signal] = {}
-        # One transaction at a time on the one connection, whichever thread shares the ledger;
-        # group commit, when started, funnels writes through its own thread instead.
+        # One transaction at a time on the one connection (group commit has its own thread).
         self._turn = threading.RLock()
         flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         if step is _SchemaStep.REQUIRE_CURRENT:
@@ -431,10 +393,7 @@ class SqliteDatabase(Database):
             flags = apsw.SQLITE_OPEN_READWRITE
         elif self.path != ":memory:":
             database_file_exists(self.path)
-        try:
-            self.conn = SqliteConnection(self.path, flags=flags, vfs=vfs)
-        except apsw.Error as exc:
-            raise storage_error(exc, self.path) from None
+        self.conn = self._connect(flags)
         try:
             self._prepare(synchronous, vfs, step)
         except BaseException:
@@ -445,18 +404,7 @@ class SqliteDatabase(Database):
 
     def _prepare(self, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         conn = self.conn
-        try:
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            # Without the query planner stability guarantee, SQLite marks a statement whose
-            # LIMIT is a bound parameter (the claim's candidate page, evidence pages) to be
-            # prepared again whenever that parameter is bound, which was most of the cost of a
-            # claim's read. Plans here never depend on parameter values (no ANALYZE
-            # statistics; the hot reads name their index), so nothing is lost by fixing them.
-            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
-        except apsw.Error as exc:
-            raise storage_error(exc, self.path) from None
-        # The schema is read before the journal mode is set, which writes to the file: a
-        # database that is refused is left exactly as it was.
+        # The schema is read before the journal mode is written: a refused file stays as it was.
         plan = None
         if step is not _SchemaStep.AS_FOUND:
             migrate = step is _SchemaStep.MIGRATE
@@ -488,8 +436,7 @@ class SqliteDatabase(Database):
     def start_group_commit(
         self, *, max_batch: int = 64, on_batch: Callable[[int], None] | None = None
     ) -> GroupCommit:
-        """From now on, writes from any thread share commits (`group_commit`); reads use a
-        connection per thread. Stopped by `stop_group_commit` or `close`."""
+        """From now on, writes from any thread share commits; reads use a connection per thread."""
         from aios_ledger.shell.db.group_commit import GroupCommit
 
         if self.group_commit is None:
@@ -502,18 +449,27 @@ class SqliteDatabase(Database):
         return self.group_commit
 
     def stop_group_commit(self) -> None:
-        """Drain and end group commit (writes arriving meanwhile are GROUP_COMMIT_STOPPED)."""
         if self.group_commit is not None:
             self.group_commit.stop()
             self.group_commit = None
 
     def open_reader(self) -> SqliteConnection:
         """Another connection to the same file, for reads beside the writer."""
+        return self._connect(apsw.SQLITE_OPEN_READWRITE)
+
+    def _connect(self, flags: int) -> SqliteConnection:
         try:
-            conn = SqliteConnection(self.path, flags=apsw.SQLITE_OPEN_READWRITE, vfs=self._vfs)
+            conn = SqliteConnection(self.path, flags=flags, vfs=self._vfs)
+        except apsw.Error as exc:
+            raise storage_error(exc, self.path) from None
+        try:
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            # Without QPSG, a statement whose LIMIT is a parameter is prepared again on every
+            # bind; plans here never depend on parameter values, so nothing is lost.
             conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
         except apsw.Error as exc:
+            with contextlib.suppress(apsw.Error):
+                conn.close()
             raise storage_error(exc, self.path) from None
         return conn
 
@@ -543,10 +499,8 @@ class SqliteDatabase(Database):
         return os.path.dirname(os.path.abspath(self.path))
 
     def read_only_fault(self) -> LedgerError | None:
-        """`DATABASE_READ_ONLY` when its connection could open the file only for reading, or
-        its `-wal`/`-shm` only for reading, which an empty `BEGIN IMMEDIATE` shows without
-        writing (asked before group commit starts, while no other thread uses the connection).
-        A busy database is no answer: the write itself says."""
+        """`DATABASE_READ_ONLY` when the file or its `-wal`/`-shm` open only for reading, as an
+        empty `BEGIN IMMEDIATE` shows (asked before group commit starts). Busy is no answer."""
         if self.conn.readonly("main") or not self._journal_writable():
             return storage_error(
                 apsw.ReadOnlyError("attempt to write a readonly database"), self.path
@@ -561,10 +515,8 @@ class SqliteDatabase(Database):
         return None
 
     def _journal_writable(self) -> bool:
-        """Whether this user may write the `-wal` and `-shm` there are. After a read, SQLite
-        begins a write on a `-wal` it could open only for reading and fails it at the commit
-        (an I/O error), so the file system is asked. Never by opening them: closing a
-        descriptor of a file drops every lock the process holds on it, SQLite's too."""
+        """Whether this user may write the `-wal` and `-shm` there are (SQLite would fail only at
+        the commit). Asked of the file system: closing a descriptor drops the process's locks."""
         if self.path == ":memory:":
             return True
         return all(
@@ -575,8 +527,6 @@ class SqliteDatabase(Database):
     def write(
         self, work: Callable[[Connection], T], *, row_locked: bool = False, urgent: bool = False
     ) -> T:
-        """`BEGIN IMMEDIATE`; SQLite has one writer whatever `row_locked` says; `urgent` goes
-        ahead in group commit's queue."""
         if self.group_commit is not None:
             return self.group_commit.write(work, urgent=urgent)
         return self._transaction(_BEGIN_IMMEDIATE, work)
@@ -629,17 +579,10 @@ class SqliteDatabase(Database):
 
     @contextmanager
     def cursor_rows(self, name: str, params: Params | None = None) -> Iterator[Iterator[Row]]:
-        """Stream rows of a read statement without holding them all in memory."""
         conn = self.conn
         if self.group_commit is not None:
             conn = cast(SqliteConnection, self.group_commit.reader())
-        cursor = conn.run_statement(name, params)
-        try:
-            columns = [column[0] for column in cursor.get_description()]
-        except apsw.ExecutionCompleteError:
-            yield iter(())
-            return
-        yield (dict(zip(columns, row, strict=True)) for row in cursor)
+        yield _dict_rows(conn.run_statement(name, params))
 
 
 DATABASE = SqliteDatabase

@@ -1,13 +1,6 @@
-"""SQLite's: copying the write-ahead log back at synchronous=NORMAL, beside the writers instead
-of inside one of their commits.
-
-Instead of SQLite's auto-checkpoint, which copies the WAL back inside the commit that crosses
-1000 pages (a latency spike for that caller), a file database hands the copy to a
-`CheckpointThread` with its own connection, started on first need and stopped with the
-Database, in rounds that `core.wal_checkpoints` decides: the helper copies the bulk, the writer
-the short rest, and the log starts over (it holds up to `BACKLOG_FACTOR` times the threshold
-before the writer copies it all itself). At FULL, the default, SQLite's own auto-checkpoint
-stays (`core.wal_checkpoints.ROUND_LEVELS` says why).
+"""SQLite's: copying the WAL back at synchronous=NORMAL beside the writers, not inside the commit
+that crosses the auto-checkpoint's threshold (a latency spike for that caller), in rounds that
+`core.wal_checkpoints` decides. At FULL SQLite's own auto-checkpoint stays.
 """
 
 from __future__ import annotations
@@ -21,14 +14,9 @@ from aios_ledger.shell.db.statements import statement_texts
 
 
 class CheckpointThread:
-    """PASSIVE checkpoints on a connection of its own, in a daemon thread: one round per request.
-
-    A PASSIVE checkpoint never blocks a reader or a writer and never changes what is durable:
-    every commit is already in the WAL, synced as the synchronous level says; the checkpoint
-    only copies it back into the database file (synced at the same level). apsw releases the
-    GIL while SQLite works, so the copy runs beside the writers instead of inside the commit
-    of whichever caller crossed the threshold. `copied` is None while a round runs, then how
-    many frames of the log that round left copied (0 when it could not run)."""
+    """PASSIVE checkpoints (never blocking, never changing what is durable) on a connection of
+    its own, in a daemon thread: one round per request. `copied` is None while a round runs,
+    then how many frames it left copied."""
 
     def __init__(self, path: str, vfs: str | None, synchronous: str) -> None:
         self._args = (path, vfs, synchronous)
@@ -43,8 +31,7 @@ class CheckpointThread:
 
     @property
     def alive(self) -> bool:
-        # A flag the thread clears on its way out: read after every commit, where
-        # Thread.is_alive (a lock round trip) showed in profiles.
+        # Read after every commit, where Thread.is_alive (a lock round trip) showed in profiles.
         return not self._ended
 
     def request(self) -> None:
@@ -82,9 +69,8 @@ class CheckpointThread:
 
 
 class CheckpointRounds:
-    """The WAL hook of one writer connection: after each commit, hand a round of copying to the
-    `CheckpointThread`, or copy here, as `core.wal_checkpoints` decides from the log's length
-    and the last round's progress."""
+    """The WAL hook of one writer connection: after each commit, hand a round to the thread or
+    copy here, as `core.wal_checkpoints` decides."""
 
     def __init__(self, path: str, vfs: str | None, synchronous: str) -> None:
         self._thread_args = (path, vfs, synchronous)
@@ -118,8 +104,7 @@ class CheckpointRounds:
 def install_checkpoint_rounds(
     conn: apsw.Connection, path: str, vfs: str | None, synchronous: str
 ) -> CheckpointRounds | None:
-    """Replace SQLite's auto-checkpoint on `conn` with rounds, where rounds pay (a file database
-    at a level of `ROUND_LEVELS`); None where SQLite's own stays."""
+    """Replace SQLite's auto-checkpoint on `conn` with rounds where they pay; None elsewhere."""
     if path == ":memory:" or synchronous not in ROUND_LEVELS:
         return None
     rounds = CheckpointRounds(path, vfs, synchronous)

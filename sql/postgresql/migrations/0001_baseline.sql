@@ -1,8 +1,6 @@
 -- migrate:up
--- The aios-ledger 1.0 schema on PostgreSQL, in one step, as pg_dump writes it: functions,
--- tables and sequences, then keys, indexes, triggers and foreign keys. Every name is
--- unqualified: it lives in the schema the connection's search_path names first (default
--- aios_ledger), so dbmate applies it with ?search_path=... Columns keep SQLite's names,
+-- The aios-ledger 1.0 schema on PostgreSQL, as pg_dump writes it. Names are unqualified: they
+-- live in the search_path's schema (dbmate: ?search_path=...). Columns keep SQLite's names,
 -- order and values, so rows digest alike on both engines. A 0.x ledger is brought here by
 -- `aios-ledger upgrade`, not by this file.
 
@@ -675,8 +673,7 @@ ALTER TABLE ONLY writer_leases
 INSERT INTO merkle_tree(only_row, size, frontier, revision) VALUES (1, NULL, '\x'::bytea, 0);
 
 -- migrate:down
--- Going back from the baseline drops the ledger: refused once it holds an event, so a rollback
--- never loses what was acknowledged (copy or export it, then drop the schema by hand).
+-- Going back drops the ledger: refused once it holds an event, never losing what was acknowledged.
 DO $$
 BEGIN
   IF EXISTS (SELECT 1 FROM events) THEN
