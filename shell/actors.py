@@ -34,17 +34,6 @@ def declared_identity(flag: str | None = None, configured: str | None = None) ->
     return None
 
 
-def declared_name(flag: str | None = None, configured: str | None = None) -> str:
-    """`declared_identity`, else the operating-system user's name."""
-    name = declared_identity(flag, configured)
-    if name is not None:
-        return name
-    try:
-        return _os_user(tuple(os.environ.get(var) for var in _USER_ENV), os.getuid())
-    except (KeyError, OSError):
-        return NOBODY
-
-
 # What `getpass.getuser` reads before the password database.
 _USER_ENV = ("LOGNAME", "USER", "LNAME", "USERNAME")
 
@@ -62,8 +51,14 @@ def _declared(name: str, via: str) -> Actor:
 
 
 def declared_actor(via: str, flag: str | None = None, configured: str | None = None) -> Actor:
-    """The unauthenticated actor a caller declared; a refused name says where it came from."""
-    name = declared_name(flag, configured)
+    """The unauthenticated actor a caller declared, else the operating-system user; a refused
+    name says where it came from."""
+    name = declared_identity(flag, configured)
+    if name is None:
+        try:
+            name = _os_user(tuple(os.environ.get(var) for var in _USER_ENV), os.getuid())
+        except (KeyError, OSError):
+            name = NOBODY
     try:
         return _declared(name, via)
     except LedgerError as refused:
