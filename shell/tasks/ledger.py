@@ -15,7 +15,6 @@ from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core import (
-    ClaimAnswer,
     ClaimBatchRequest,
     ClaimRequest,
     EventRow,
@@ -75,12 +74,7 @@ from aios_ledger.shell.db.run import (
 from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
-from aios_ledger.shell.tasks.surface import (
-    TaskSurface,
-    claim_batch_request,
-    claim_request,
-    listed,
-)
+from aios_ledger.shell.tasks.surface import TaskSurface, listed
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # Passed leases one claim takes over, so that it stays short; the claims after it take the rest.
@@ -185,6 +179,8 @@ class TaskLedger(TaskSurface):
                 db_system=self._db.engine,
             )
         return answer
+
+    _claim_with = _apply
 
     def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> Any:
         """A write's operation scope says what it reads: one task, the queue or passed leases."""
@@ -346,38 +342,6 @@ class TaskLedger(TaskSurface):
             return plans.apply(decision)
 
         return self._write(write)
-
-    def claim(
-        self,
-        *,
-        agent_id: str,
-        capabilities: Sequence[str],
-        lease_seconds: int,
-        task_id: str | None = None,
-        idempotency_key: str | None = None,
-        lease_token: str | None = None,
-        grant: Collection[str] | None = None,
-    ) -> ClaimAnswer | None:
-        """Take the next eligible task (or `task_id`) under a lease; None: nothing to take.
-        Passed leases are taken over first, so a fleet needs no sweeper; an offer beyond
-        `grant` is refused `CAPABILITY_NOT_GRANTED`."""
-        key, token = idempotency_key, lease_token
-        request = claim_request(agent_id, capabilities, lease_seconds, task_id, key, token)
-        return self._apply(request, grant=grant)
-
-    def claim_many(
-        self,
-        *,
-        agent_id: str,
-        capabilities: Sequence[str],
-        lease_seconds: int,
-        limit: int,
-        grant: Collection[str] | None = None,
-    ) -> list[ClaimAnswer]:
-        """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
-        idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse."""
-        request = claim_batch_request(agent_id, capabilities, lease_seconds, limit)
-        return self._apply(request, grant=grant)
 
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, all or none."""
