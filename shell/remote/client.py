@@ -191,7 +191,7 @@ class LedgerClient(TaskSurface):
         last = "no attempt"
         for attempt in range(self._retries + 1):
             if attempt:
-                self._sleep(attempt)
+                time.sleep(self._delay(attempt))
             try:
                 response = self._http.request(
                     method,
@@ -232,9 +232,6 @@ class LedgerClient(TaskSurface):
             "by another ledger); the ledger's owner issues a new one with "
             "`aios-ledger token issue NAME --role ROLE`",
         )
-
-    def _sleep(self, attempt: int) -> None:
-        time.sleep(self._delay(attempt))
 
     def _delay(self, attempt: int) -> float:
         delay = min(self._backoff_max, self._backoff * 2.0 ** (attempt - 1))
@@ -472,7 +469,7 @@ class LedgerClient(TaskSurface):
         last = "no attempt"
         for attempt in range(self._retries + 1):
             if attempt:
-                self._sleep(attempt)
+                time.sleep(self._delay(attempt))
             try:
                 with self._http.stream("GET", path, headers=headers) as response:
                     if response.status_code != 200:
