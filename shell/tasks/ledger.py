@@ -452,12 +452,8 @@ class TaskLedger(TaskSurface):
             # The first page alone: its next cursor, signed with a key of this call, is unused.
             return read_task_page(self._db, page, secrets.token_bytes(32))["tasks"]
         request = TaskListRequest.from_mapping({"status": status, "limit": limit})
-        if request.status is None:
-            params: dict[str, object] = {"limit": request.limit}
-            statement = "tasks_list_all"
-        else:
-            params = {"status": request.status, "limit": request.limit}
-            statement = "tasks_list_by_status"
+        statement = "tasks_list_all" if request.status is None else "tasks_list_by_status"
+        params = {"status": request.status, "limit": request.limit}
         return self._db.read(
             lambda conn: task_views(
                 conn, [TaskRow.from_row(row) for row in fetch_all(conn, statement, params)]
