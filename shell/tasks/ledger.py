@@ -405,36 +405,28 @@ class TaskLedger(TaskSurface):
         return idle_reason(groups, capabilities, _ceiling(grant))
 
     def get(self, task_id: str) -> TaskDetail:
-        """One task with the holder of each attempt; `TASK_NOT_FOUND` when there is none."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
 
-        def read(conn: Connection) -> TaskDetail | None:
+        def read(conn: Connection) -> TaskDetail:
             task = _task(conn, request.task_id)
             if task is None:
-                return None
+                raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
             (view,) = task_views(conn, [task])
             return {**view, "holders": task_holders(conn, task.task_id)}
 
-        detail = self._db.read(read)
-        if detail is None:
-            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return detail
+        return self._db.read(read)
 
     def events(self, task_id: str) -> list[EventView]:
-        """A task's events in order; `TASK_NOT_FOUND` rather than an empty history."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
         params = {"task_id": request.task_id}
 
-        def read(conn: Connection) -> list[Row] | None:
+        def read(conn: Connection) -> list[Row]:
             rows = fetch_all(conn, "log_export_task", params)
             if not rows and _task(conn, request.task_id) is None:
-                return None
+                raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
             return rows
 
-        rows = self._db.read(read)
-        if rows is None:
-            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return [event_view(EventRow.from_row(row)) for row in rows]
+        return [event_view(EventRow.from_row(row)) for row in self._db.read(read)]
 
     def history(self, task_id: str) -> list[HistoryEntry]:
         return task_history(self.events(task_id))
