@@ -1,11 +1,8 @@
 """The `aios-ledger` console script: the command line under a Ctrl-C guard from its first instant.
 
-Importing the command line takes a while (the core, the shell, their libraries); a SIGINT then
-would end in a traceback, since `shell.cli.main`'s own guard is not running yet. This package
-imports nothing of the ledger until `main` runs, and while it imports, a Ctrl-C is only noted:
-a KeyboardInterrupt raised inside the import machinery can land in one of its callbacks, where
-Python prints it as an ignored exception and carries on. Noted, it ends the command with
-`INTERRUPTED` and exit status 130 once the imports are done, never with a traceback.
+Importing the command line takes a while, and a KeyboardInterrupt raised inside the import
+machinery can land where Python prints it and carries on; so a Ctrl-C during the imports is only
+noted, and ends the command with `INTERRUPTED` (exit status 130) once they are done.
 """
 
 from __future__ import annotations

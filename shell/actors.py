@@ -26,23 +26,9 @@ _acting: ContextVar[Actor | None] = ContextVar("aios_ledger_actor", default=None
 _process: dict[str, Actor | Callable[[], Actor] | None] = {"actor": None}
 
 
-def declared_identity(flag: str | None = None, configured: str | None = None) -> str | None:
-    """The identity a caller declared, if any: `flag`, else the environment, else `configured`."""
-    for name in (flag, os.environ.get(ACTOR_ENV) or None, configured):
-        if name is not None:
-            return name
-    return None
-
-
-def declared_name(flag: str | None = None, configured: str | None = None) -> str:
-    """`declared_identity`, else the operating-system user's name."""
-    name = declared_identity(flag, configured)
-    if name is not None:
-        return name
-    try:
-        return _os_user(tuple(os.environ.get(var) for var in _USER_ENV), os.getuid())
-    except (KeyError, OSError):
-        return NOBODY
+def declared_identity(flag: str | None = None) -> str | None:
+    """The identity a caller declared, if any: `flag`, else the environment."""
+    return flag if flag is not None else os.environ.get(ACTOR_ENV) or None
 
 
 # What `getpass.getuser` reads before the password database.
@@ -61,9 +47,15 @@ def _declared(name: str, via: str) -> Actor:
     return Actor(name, via)
 
 
-def declared_actor(via: str, flag: str | None = None, configured: str | None = None) -> Actor:
-    """The unauthenticated actor a caller declared; a refused name says where it came from."""
-    name = declared_name(flag, configured)
+def declared_actor(via: str, flag: str | None = None) -> Actor:
+    """The unauthenticated actor a caller declared, else the operating-system user; a refused
+    name says where it came from."""
+    name = declared_identity(flag)
+    if name is None:
+        try:
+            name = _os_user(tuple(os.environ.get(var) for var in _USER_ENV), os.getuid())
+        except (KeyError, OSError):
+            name = NOBODY
     try:
         return _declared(name, via)
     except LedgerError as refused:

@@ -78,19 +78,15 @@ def ledger_settings(args: argparse.Namespace) -> LedgerSettings:
     return settings
 
 
-def command_line_identity(args: argparse.Namespace) -> str | None:
-    """The identity the command was given: `--as`, else the environment, else the config file."""
+def command_line_actor(args: argparse.Namespace, default: str | None = None) -> Actor:
+    """Who the command acts as, declared, so recorded as unauthenticated: `--as`, else the
+    environment, else the config file, else `default`."""
     flag = getattr(args, "acting_as", None)
     if flag is not None or os.environ.get(ACTOR_ENV):
-        return declared_identity(flag)
-    return ledger_settings(args).identity.actor
-
-
-def command_line_actor(args: argparse.Namespace, default: str | None = None) -> Actor:
-    """Who the command acts as, declared, so recorded as unauthenticated."""
-    return declared_actor(
-        VIA_CLI, getattr(args, "acting_as", None) or command_line_identity(args) or default
-    )
+        name = declared_identity(flag)
+    else:
+        name = ledger_settings(args).identity.actor
+    return declared_actor(VIA_CLI, name or default)
 
 
 def _named_database(args: argparse.Namespace) -> str:

@@ -198,13 +198,12 @@ def _project(args: argparse.Namespace) -> Any:
     _check_form(args)
     raw = None if args.pin else read_json_argument(args.request)
     path, migrate = database_path(args), migrate_on_open(args)
-    request: InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest | None
-    if args.pin:
-        request = None
-    elif args.from_source_capture:
-        request = SourceCaptureProjectionRecoveryRequest.from_mapping(raw)
-    else:
-        request = InitialExecutionProjectionRequest.from_mapping(raw)
+    kind: type[InitialExecutionProjectionRequest | SourceCaptureProjectionRecoveryRequest] = (
+        SourceCaptureProjectionRecoveryRequest
+        if args.from_source_capture
+        else InitialExecutionProjectionRequest
+    )
+    request = None if args.pin else kind.from_mapping(raw)
     authorization = owner_authorization(args)
     resolver: RegisteredBindingResolver | HttpBindingResolver
     api_url = os.environ.get(API_URL_ENV)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from aios_ledger.core import (
     Decision,
@@ -97,16 +97,15 @@ class InitialExecutionProjectionStore:
             self._db.close()
 
     def project(self, task_id: str, request: InitialExecutionProjectionRequest) -> ProjectionAnswer:
-        answer: ProjectionAnswer = self._run(task_id, request, InitialExecutionProjectionRequest)
-        return answer
+        return cast(
+            ProjectionAnswer, self._run(task_id, request, InitialExecutionProjectionRequest)
+        )
 
     def project_from_source_capture(
         self, task_id: str, request: SourceCaptureProjectionRecoveryRequest
     ) -> ProjectionAnswer:
-        answer: ProjectionAnswer = self._run(
-            task_id, request, SourceCaptureProjectionRecoveryRequest
-        )
-        return answer
+        kind = SourceCaptureProjectionRecoveryRequest
+        return cast(ProjectionAnswer, self._run(task_id, request, kind))
 
     def preview(self, task_id: str, request: ProjectionRequest) -> dict[str, Any]:
         """What `project` or `project_from_source_capture` would write, writing nothing: the
@@ -114,8 +113,7 @@ class InitialExecutionProjectionStore:
         kind = type(request) if isinstance(request, tuple(_LEDGER_LOOKUP)) else None
         if kind is None:
             raise InitialExecutionProjectionError("FIELDS_INVALID", "request must be a projection")
-        previewed: dict[str, Any] = self._run(task_id, request, kind, preview=True)
-        return previewed
+        return cast(dict[str, Any], self._run(task_id, request, kind, preview=True))
 
     def pin(
         self,

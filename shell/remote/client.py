@@ -44,12 +44,7 @@ from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.actors import VIA_HEADER
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 from aios_ledger.shell.remote.tracing import traced_transport
-from aios_ledger.shell.tasks.surface import (
-    TaskSurface,
-    claim_batch_request,
-    claim_request,
-    listed,
-)
+from aios_ledger.shell.tasks.surface import TaskSurface, listed
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -196,7 +191,7 @@ class LedgerClient(TaskSurface):
         last = "no attempt"
         for attempt in range(self._retries + 1):
             if attempt:
-                self._sleep(attempt)
+                time.sleep(self._delay(attempt))
             try:
                 response = self._http.request(
                     method,
@@ -237,9 +232,6 @@ class LedgerClient(TaskSurface):
             "by another ledger); the ledger's owner issues a new one with "
             "`aios-ledger token issue NAME --role ROLE`",
         )
-
-    def _sleep(self, attempt: int) -> None:
-        time.sleep(self._delay(attempt))
 
     def _delay(self, attempt: int) -> float:
         delay = min(self._backoff_max, self._backoff * 2.0 ** (attempt - 1))
@@ -297,24 +289,20 @@ class LedgerClient(TaskSurface):
         check_built(command, what="create")
         return command
 
-    def claim(
-        self,
-        *,
-        agent_id: str,
-        capabilities: Sequence[str],
-        lease_seconds: int,
-        task_id: str | None = None,
-        idempotency_key: str | None = None,
-        lease_token: str | None = None,
-        wait_seconds: int = 0,
-    ) -> ClaimAnswer | None:
-        """TaskLedger.claim, long-polling up to `wait_seconds`; always keyed, so that a retry
-        after a lost answer gets the same claim."""
-        self._check_agent(agent_id)
+    def _claim_token(self, idempotency_key: str | None, lease_token: str | None) -> str | None:
         if idempotency_key is not None and lease_token is None:
-            lease_token = new_lease_token()  # `_claim` draws both when there is no key
-        key, token = idempotency_key, lease_token
-        request = claim_request(agent_id, capabilities, lease_seconds, task_id, key, token)
+            return new_lease_token()  # `_claim` draws both when there is no key
+        return lease_token
+
+    def _claim_with(
+        self, request: ClaimRequest | ClaimBatchRequest, *, wait_seconds: int = 0
+    ) -> ClaimAnswer | list[ClaimAnswer] | None:
+        """A keyword claim, as this client's agent, long-polling up to `wait_seconds`: always
+        keyed, so that a retry after a lost answer gets the same claim; a batch has no key, so it
+        is sent again only if never sent, and a batch of one is claimed as `claim` claims."""
+        self._check_agent(request.agent_id)
+        if isinstance(request, ClaimBatchRequest):
+            return self._claim_batch(request, wait_seconds)
         return self._claim(request, wait_seconds)
 
     def _claim(self, request: ClaimRequest, wait_seconds: int = 0) -> ClaimAnswer | None:
@@ -344,21 +332,6 @@ class LedgerClient(TaskSurface):
             timeout=_poll_timeout(self._timeout, wait_seconds),
         )
         return None if response.status_code == 204 else _answer(response)
-
-    def claim_many(
-        self,
-        *,
-        agent_id: str,
-        capabilities: Sequence[str],
-        lease_seconds: int,
-        limit: int,
-        wait_seconds: int = 0,
-    ) -> list[ClaimAnswer]:
-        """TaskLedger.claim_many: a batch has no key, so it is sent again only if never sent;
-        a batch of one is claimed as `claim` claims, with a key."""
-        self._check_agent(agent_id)
-        batch = claim_batch_request(agent_id, capabilities, lease_seconds, limit)
-        return self._claim_batch(batch, wait_seconds)
 
     def _claim_batch(self, batch: ClaimBatchRequest, wait_seconds: int = 0) -> list[ClaimAnswer]:
         if batch.limit == 1:
@@ -496,7 +469,7 @@ class LedgerClient(TaskSurface):
         last = "no attempt"
         for attempt in range(self._retries + 1):
             if attempt:
-                self._sleep(attempt)
+                time.sleep(self._delay(attempt))
             try:
                 with self._http.stream("GET", path, headers=headers) as response:
                     if response.status_code != 200:

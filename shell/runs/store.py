@@ -34,7 +34,7 @@ from aios_ledger.core.tasks.attempts import evidence_run, evidence_task
 from aios_ledger.shell.actors import current_actor
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.apply import PlanExecutor
-from aios_ledger.shell.db.connection import Database, fetch_all, fetch_one
+from aios_ledger.shell.db.connection import Database, fetch_record, stream_records
 from aios_ledger.shell.db.run import Connection
 
 S = TypeVar("S")
@@ -45,24 +45,21 @@ def new_run_id() -> str:
 
 
 def _get_run(conn: Connection, run_id: str) -> RunRow | None:
-    row = fetch_one(conn, "get_run", {"run_id": run_id})
-    return None if row is None else RunRow.from_row(row)
+    return fetch_record(conn, "get_run", {"run_id": run_id}, RunRow)
 
 
 def _get_task(conn: Connection, task_id: str) -> TaskRow | None:
-    row = fetch_one(conn, "get_task", {"task_id": task_id})
-    return None if row is None else TaskRow.from_row(row)
+    return fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow)
 
 
 def _events(conn: Connection, run_id: str, limit: int, after: int = 0) -> tuple[RunEventRow, ...]:
     read = {"run_id": run_id, "after_seq": after, "limit": limit}
-    rows = fetch_all(conn, "run_events_page", read)
-    return tuple(RunEventRow.from_row(row) for row in rows)
+    return tuple(stream_records(conn, "run_events_page", read, RunEventRow))
 
 
 def _last_events(conn: Connection, run_id: str, limit: int) -> tuple[RunEventRow, ...]:
-    rows = fetch_all(conn, "run_events_tail", {"run_id": run_id, "limit": limit})
-    return tuple(RunEventRow.from_row(row) for row in rows)
+    read = {"run_id": run_id, "limit": limit}
+    return tuple(stream_records(conn, "run_events_tail", read, RunEventRow))
 
 
 class RunStore:

@@ -296,24 +296,21 @@ def _task_history(args: argparse.Namespace) -> Shown:
 
 
 def _claim(args: argparse.Namespace) -> Any:
+    """`--limit N`: a batch, whose own record refuses a task, key or token as unknown fields."""
     document = read_json_argument(args.json)
-    if args.limit is not None:
-        return _claim_many(args, document)
-    request = ClaimRequest.from_mapping(document)
+    request: ClaimRequest | ClaimBatchRequest
+    if args.limit is None:
+        request = ClaimRequest.from_mapping(document)
+    elif isinstance(document, dict):
+        request = ClaimBatchRequest.from_mapping({**document, "limit": args.limit})
+    else:
+        request = ClaimBatchRequest.from_mapping(document)
     with task_ledger(args) as ledger:
         answer = ledger.apply(request)
     if answer is None:
         emit(None)
         return 0
     return answer
-
-
-def _claim_many(args: argparse.Namespace, document: object) -> Any:
-    """`--limit N`: the batch's own record refuses a task, key or token as unknown fields."""
-    with_limit = {**document, "limit": args.limit} if isinstance(document, dict) else document
-    batch = ClaimBatchRequest.from_mapping(with_limit)
-    with task_ledger(args) as ledger:
-        return ledger.apply(batch)
 
 
 def _apply_document(

@@ -15,7 +15,6 @@ from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core import (
-    ClaimAnswer,
     ClaimBatchRequest,
     ClaimRequest,
     EventRow,
@@ -75,12 +74,7 @@ from aios_ledger.shell.db.run import (
 from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
-from aios_ledger.shell.tasks.surface import (
-    TaskSurface,
-    claim_batch_request,
-    claim_request,
-    listed,
-)
+from aios_ledger.shell.tasks.surface import TaskSurface, listed
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # Passed leases one claim takes over, so that it stays short; the claims after it take the rest.
@@ -185,6 +179,8 @@ class TaskLedger(TaskSurface):
                 db_system=self._db.engine,
             )
         return answer
+
+    _claim_with = _apply
 
     def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> Any:
         """A write's operation scope says what it reads: one task, the queue or passed leases."""
@@ -347,38 +343,6 @@ class TaskLedger(TaskSurface):
 
         return self._write(write)
 
-    def claim(
-        self,
-        *,
-        agent_id: str,
-        capabilities: Sequence[str],
-        lease_seconds: int,
-        task_id: str | None = None,
-        idempotency_key: str | None = None,
-        lease_token: str | None = None,
-        grant: Collection[str] | None = None,
-    ) -> ClaimAnswer | None:
-        """Take the next eligible task (or `task_id`) under a lease; None: nothing to take.
-        Passed leases are taken over first, so a fleet needs no sweeper; an offer beyond
-        `grant` is refused `CAPABILITY_NOT_GRANTED`."""
-        key, token = idempotency_key, lease_token
-        request = claim_request(agent_id, capabilities, lease_seconds, task_id, key, token)
-        return self._apply(request, grant=grant)
-
-    def claim_many(
-        self,
-        *,
-        agent_id: str,
-        capabilities: Sequence[str],
-        lease_seconds: int,
-        limit: int,
-        grant: Collection[str] | None = None,
-    ) -> list[ClaimAnswer]:
-        """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
-        idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse."""
-        request = claim_batch_request(agent_id, capabilities, lease_seconds, limit)
-        return self._apply(request, grant=grant)
-
     def submit_results(self, items: Iterable[Mapping[str, Any]]) -> list[SubmitAnswer]:
         """Many `submit_result` calls in one transaction, all or none."""
         return self._apply_all(structure_batch(listed(items), SubmitRequest.from_mapping))
@@ -441,36 +405,28 @@ class TaskLedger(TaskSurface):
         return idle_reason(groups, capabilities, _ceiling(grant))
 
     def get(self, task_id: str) -> TaskDetail:
-        """One task with the holder of each attempt; `TASK_NOT_FOUND` when there is none."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
 
-        def read(conn: Connection) -> TaskDetail | None:
+        def read(conn: Connection) -> TaskDetail:
             task = _task(conn, request.task_id)
             if task is None:
-                return None
+                raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
             (view,) = task_views(conn, [task])
             return {**view, "holders": task_holders(conn, task.task_id)}
 
-        detail = self._db.read(read)
-        if detail is None:
-            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return detail
+        return self._db.read(read)
 
     def events(self, task_id: str) -> list[EventView]:
-        """A task's events in order; `TASK_NOT_FOUND` rather than an empty history."""
         request = TaskReadRequest.from_mapping({"task_id": task_id})
         params = {"task_id": request.task_id}
 
-        def read(conn: Connection) -> list[Row] | None:
+        def read(conn: Connection) -> list[Row]:
             rows = fetch_all(conn, "log_export_task", params)
             if not rows and _task(conn, request.task_id) is None:
-                return None
+                raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
             return rows
 
-        rows = self._db.read(read)
-        if rows is None:
-            raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
-        return [event_view(EventRow.from_row(row)) for row in rows]
+        return [event_view(EventRow.from_row(row)) for row in self._db.read(read)]
 
     def history(self, task_id: str) -> list[HistoryEntry]:
         return task_history(self.events(task_id))
@@ -488,12 +444,8 @@ class TaskLedger(TaskSurface):
             # The first page alone: its next cursor, signed with a key of this call, is unused.
             return read_task_page(self._db, page, secrets.token_bytes(32))["tasks"]
         request = TaskListRequest.from_mapping({"status": status, "limit": limit})
-        if request.status is None:
-            params: dict[str, object] = {"limit": request.limit}
-            statement = "tasks_list_all"
-        else:
-            params = {"status": request.status, "limit": request.limit}
-            statement = "tasks_list_by_status"
+        statement = "tasks_list_all" if request.status is None else "tasks_list_by_status"
+        params = {"status": request.status, "limit": request.limit}
         return self._db.read(
             lambda conn: task_views(
                 conn, [TaskRow.from_row(row) for row in fetch_all(conn, statement, params)]

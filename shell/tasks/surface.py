@@ -1,14 +1,15 @@
 """`TaskSurface`: the task methods `TaskLedger` and `LedgerClient` share, written once.
 
-Each keyword method builds its request record and hands it to `_apply` or `_apply_all`, which
-each class implements; what each side answers its own way is abstract, so mypy holds both to it.
+Each keyword method builds its request record and hands it to `_apply`, `_apply_all` or
+`_claim_with`, which each class implements; what each side answers its own way is abstract, so
+mypy holds both to it.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from aios_ledger.core import (
     CancelAnswer,
@@ -51,28 +52,6 @@ def listed(value: object) -> object:
         return value
 
 
-def claim_request(
-    agent_id: str,
-    capabilities: Sequence[str],
-    lease_seconds: int,
-    task_id: str | None = None,
-    idempotency_key: str | None = None,
-    lease_token: str | None = None,
-) -> ClaimRequest:
-    """The request of `claim`'s keywords."""
-    held = {"task_id": task_id, "idempotency_key": idempotency_key, "lease_token": lease_token}
-    return ClaimRequest.from_mapping(_offer(agent_id, capabilities, lease_seconds, held))
-
-
-def claim_batch_request(
-    agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
-) -> ClaimBatchRequest:
-    """The request of `claim_many`'s keywords: a batch names no task, key or lease token."""
-    return ClaimBatchRequest.from_mapping(
-        _offer(agent_id, capabilities, lease_seconds, {"limit": limit})
-    )
-
-
 def _offer(
     agent_id: str, capabilities: Sequence[str], lease_seconds: int, more: Mapping[str, object]
 ) -> dict[str, object]:
@@ -104,7 +83,14 @@ class TaskSurface(abc.ABC):
     def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
         """Many writes in one transaction: all or none, a refusal's detail starting `item N:`."""
 
-    @abc.abstractmethod
+    # A claim's request applied with the side's own `options`: the ledger's `grant`, beyond
+    # which an offer is `CAPABILITY_NOT_GRANTED`; the client's `wait_seconds` of long poll.
+    _claim_with: Callable[..., Any]
+
+    def _claim_token(self, idempotency_key: str | None, lease_token: str | None) -> str | None:
+        """The lease token a keyed claim brings: the caller's (the client draws one)."""
+        return lease_token
+
     def claim(
         self,
         *,
@@ -114,14 +100,30 @@ class TaskSurface(abc.ABC):
         task_id: str | None = None,
         idempotency_key: str | None = None,
         lease_token: str | None = None,
+        **options: Any,
     ) -> ClaimAnswer | None:
-        """Take the next eligible task (or `task_id`) under a lease; None: nothing to take."""
+        """Take the next eligible task (or `task_id`) under a lease, passed leases taken over
+        first so that a fleet needs no sweeper; None: nothing to take."""
+        token = self._claim_token(idempotency_key, lease_token)
+        held = {"task_id": task_id, "idempotency_key": idempotency_key, "lease_token": token}
+        request = ClaimRequest.from_mapping(_offer(agent_id, capabilities, lease_seconds, held))
+        return cast(ClaimAnswer | None, self._claim_with(request, **options))
 
-    @abc.abstractmethod
     def claim_many(
-        self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        limit: int,
+        **options: Any,
     ) -> list[ClaimAnswer]:
-        """Take up to `limit` eligible tasks, each under its own lease."""
+        """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
+        idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse."""
+        offer = _offer(agent_id, capabilities, lease_seconds, {"limit": limit})
+        return cast(
+            list[ClaimAnswer], self._claim_with(ClaimBatchRequest.from_mapping(offer), **options)
+        )
 
     @abc.abstractmethod
     def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:

@@ -189,32 +189,24 @@ def review_submitted(
             )
         backend = LocalReview(path, reviewer=settings.reviewer, migrate=migrate)
     try:
-        reviews = asyncio.run(
-            _review(
-                backend,
-                command,
-                limit=settings.limit,
-                timeout=settings.timeout,
-                max_attempts=settings.max_attempts,
-            )
-        )
+        reviews = asyncio.run(_review(backend, command, settings))
     finally:
         backend.close()
     return review_summary(reviews)
 
 
 async def _review(
-    backend: ReviewBackend, command: str, *, limit: int, timeout: float, max_attempts: int
+    backend: ReviewBackend, command: str, settings: ReviewSettings
 ) -> list[dict[str, Any]]:
     results: dict[str, Any] = {}
     service = backend.service(CommandReviewer(command, results=results))
     reviewed: list[dict[str, Any]] = []
     try:
-        for task in backend.candidates(limit):
+        for task in backend.candidates(settings.limit):
             task_id, attempt = str(task["task_id"]), int(task["attempt"])
             results[task_id] = task.get("result")
             runs = backend.reviews_of(task_id, attempt)
-            step = next_review(runs, max_attempts=max_attempts)
+            step = next_review(runs, max_attempts=settings.max_attempts)
             with attempt_span(
                 "review task",
                 task_id,
@@ -222,7 +214,7 @@ async def _review(
                 kind="CONSUMER",
                 attributes={"aios.review.attempt": step.review_attempt},
             ) as span:
-                record = await _review_one(backend, service, task, step, timeout)
+                record = await _review_one(backend, service, task, step, settings.timeout)
                 if span is not None:
                     shown = {a: str(record[f]) for f, a in SPAN_ATTRIBUTES if f in record}
                     span.set_attributes(shown)

@@ -213,8 +213,10 @@ class Worker:
         self._serial: threading.Lock | contextlib.nullcontext[None] = (
             threading.Lock() if serial else contextlib.nullcontext()
         )
-        self._stopping = False
-        self._hurried = False
+        # Plain flags, not Events: the signal handler sets them, and must take no lock the thread
+        # it interrupted may hold. `hurried`: a second stop, running commands are killed now.
+        self.stopping = False
+        self.hurried = False
         self._slot_freed = threading.Event()
         self._crash: BaseException | None = None
         self.outcomes: list[TaskOutcome] = []
@@ -228,26 +230,16 @@ class Worker:
         agent_id = self.config.agent_id
         LOG.log(level, f"worker {agent_id}: {message}", extra={"agent_id": agent_id, **fields})
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
     def request_stop(self) -> None:
-        """Stop claiming; running commands get the grace period. A plain flag, not an Event:
-        the signal handler sets it, and must take no lock the thread it interrupted may hold."""
-        self._stopping = True
-
-    @property
-    def hurried(self) -> bool:
-        """A second stop came: running commands are killed now, without the grace period."""
-        return self._hurried
+        """Stop claiming; running commands get the grace period."""
+        self.stopping = True
 
     def install_signal_handlers(self) -> None:
         def stop(signum: int, _frame: object) -> None:
             # The flag before the log line: a second signal can run this handler again inside
             # the first one's logging, and must find the worker stopping already.
-            if self._stopping:
-                self._hurried = True
+            if self.stopping:
+                self.hurried = True
                 self.log(f"{signal.Signals(signum).name} again, killing the running commands")
                 return
             self.request_stop()
@@ -269,7 +261,7 @@ class Worker:
         bound = 1 if self.config.once else self.config.max_tasks
         started = 0
         try:
-            while not self._stopping:
+            while not self.stopping:
                 self._slot_freed.clear()
                 executions = [thread for thread in executions if thread.is_alive()]
                 # How many more tasks this worker may start; None: no bound.
@@ -323,7 +315,7 @@ class Worker:
     def _idle(self, seconds: float) -> None:
         """Wait up to `seconds`, less when a stop comes or a running command ends."""
         until = time.monotonic() + seconds
-        while not self._stopping:
+        while not self.stopping:
             left = until - time.monotonic()
             if left <= 0 or self._slot_freed.wait(min(left, STOP_POLL_SECONDS)):
                 return
