@@ -19,9 +19,6 @@ from aios_ledger.core.log.archived import (
 from aios_ledger.core.log.export import (
     ROW_FIELD,
     ROWS_KEPT_FORMAT,
-    is_archived_line,
-    is_state_line,
-    is_trailer,
     parse_export_header,
     parse_line,
 )
@@ -95,9 +92,9 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
             if header is None or header.scope != "archive":
                 raise LedgerError(ARCHIVE_INVALID, "the first line is not an archive's header")
             continue
-        if not isinstance(value, Mapping) or is_trailer(value) or is_archived_line(value):
+        if not isinstance(value, Mapping) or "end" in value or "archived" in value:
             continue
-        if is_state_line(value):
+        if "state" in value:
             row = value.get(ROW_FIELD)
             if not isinstance(row, Mapping):
                 continue

@@ -1,12 +1,5 @@
-"""The export format of the sealed log: JSON lines, checked offline by the same verifier.
-
-An export is a header line, one line per event in id order (with its seal and the state rows
-the seal covers), the current state rows' digests for an export of everything, and a trailer
-with the rolling head digest, so that a cut or edited file is noticed. An archive is an export
-of scope `"archive"` that also carries each state row whole and its proposals' bundle files;
-events an archive removed appear in a later full export as one `archived` line each.
-docs/conformance.md gives the lines field by field. Older archive formats are still read; a
-file a 0.x ledger wrote, whose seals are of its older formats, is refused.
+"""The export format of the sealed log: JSON lines (docs/conformance.md), checked offline by the
+same verifier. The trailer holds the rolling head digest, so that a cut or edited file is noticed.
 """
 
 from __future__ import annotations
@@ -119,10 +112,6 @@ def export_archived_line(
     }
 
 
-def is_archived_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "archived" in raw
-
-
 def parse_archived_line(raw: Mapping[str, Any]) -> tuple[int, int, str, str]:
     event_id, archive_event_id = raw.get("archived"), raw.get("archive_event_id")
     chain, seal = raw.get("chain"), raw.get("seal")
@@ -164,10 +153,6 @@ def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]
         }
         for number, part in enumerate(parts or [b""])
     ]
-
-
-def is_bundle_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "bundle" in raw
 
 
 class ArchivedBundles:
@@ -214,12 +199,11 @@ class ArchivedBundles:
     def findings(self, proposals: Mapping[str, str]) -> list[Finding]:
         """Each archived proposal's bundle (`proposals`: proposal id -> the bundle its row
         names) held against the bytes the file carries; a bundle cut short is missing."""
-        found = []
-        for proposal_id, recorded in sorted(proposals.items()):
-            finding = bundle_finding(proposal_id, recorded, self.complete.get(recorded))
-            if finding is not None:
-                found.append(finding)
-        return found
+        found = (
+            bundle_finding(proposal_id, recorded, self.complete.get(recorded))
+            for proposal_id, recorded in sorted(proposals.items())
+        )
+        return [finding for finding in found if finding is not None]
 
 
 def export_trailer(head: LedgerHead) -> dict[str, Any]:
@@ -274,10 +258,6 @@ def parse_export_header(raw: object) -> ExportHeader:
     raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
 
 
-def is_trailer(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "end" in raw
-
-
 def parse_export_trailer(raw: object) -> LedgerHead:
     if not isinstance(raw, Mapping):
         raise LedgerError("EXPORT_INVALID", "the trailer is not an object")
@@ -289,8 +269,10 @@ def parse_export_trailer(raw: object) -> LedgerHead:
         raise LedgerError("EXPORT_INVALID", f"the trailer is malformed: {refused.detail}") from None
 
 
-def is_state_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "state" in raw
+def line_of_kind(raw: object, field: str) -> TypeGuard[Mapping[str, Any]]:
+    """Whether a line is of the kind `field` names: `end` (the trailer), `state`, `archived`
+    or `bundle`."""
+    return isinstance(raw, Mapping) and field in raw
 
 
 def parse_state_line(
@@ -471,11 +453,11 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
             value = parse_line(raw_line, number)
             if trailer_seen:
                 raise LedgerError("EXPORT_INVALID", "a line after the trailer")
-            if is_trailer(value):
+            if line_of_kind(value, "end"):
                 trailer_seen = True
                 _check_trailer(verifier, parse_export_trailer(value))
                 continue
-            if is_state_line(value) and header.holds_state:
+            if line_of_kind(value, "state") and header.holds_state:
                 if bundle_lines:
                     raise LedgerError("EXPORT_INVALID", "a state line after the bundle lines")
                 state_lines = True
@@ -490,13 +472,13 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
                         proposals[key] = bundle
                 state.check(verifier, table, key, digest)
                 continue
-            if is_bundle_line(value) and header.archive_format >= ROWS_KEPT_FORMAT:
+            if line_of_kind(value, "bundle") and header.archive_format >= ROWS_KEPT_FORMAT:
                 bundle_lines = True
                 bundles.add(value)
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
-            if is_archived_line(value) and header.scope == "all":
+            if line_of_kind(value, "archived") and header.scope == "all":
                 archived_id, archive_event_id, chain, archived_seal = parse_archived_line(value)
                 if archived_id <= last_id:
                     raise LedgerError("EXPORT_INVALID", f"event {archived_id} out of order")
@@ -537,12 +519,10 @@ def parse_line(line: bytes | str, number: int) -> object:
 
 
 def _check_trailer(verifier: LogVerifier, trailer: LedgerHead) -> None:
-    if verifier.head() != trailer:
-        verifier.note(
-            Finding(
-                EXPORT_INVALID,
-                None,
-                f"the trailer says {trailer.events} events up to {trailer.last_event_id} with "
-                f"digest {trailer.digest}; the lines give {verifier.head().public()}",
-            )
+    lines = verifier.head()
+    if lines != trailer:
+        detail = (
+            f"the trailer says {trailer.events} events up to {trailer.last_event_id} with "
+            f"digest {trailer.digest}; the lines give {lines.public()}"
         )
+        verifier.note(Finding(EXPORT_INVALID, None, detail))
