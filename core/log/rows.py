@@ -1,11 +1,7 @@
 """The rows a sealed event proves: the state tables, and the digest of a row as it was written.
 
-A transition that writes a row of a state table hands the row, as it stands after the write, to
-its event, whose seal covers the row's digest; `verification` holds each current row against
-the last seal that wrote it. The digest is over every field of the row's record. Rows sealed
-before a column existed still verify: a later column is left out of the digest while it holds
-the value its migration gave it (`LATER_COLUMNS`, `LATER_NULL_COLUMNS`,
-`SealedTable.later_defaults`). A whole-second timestamp digests in its whole-second spelling
+A later column is left out of the digest while it holds the value its migration gave it, so rows
+sealed before it still verify; a whole-second timestamp digests in its whole-second spelling
 (`…:05Z`), because older seals, append-only, were taken over that spelling.
 """
 
@@ -63,11 +59,9 @@ class RowImage:
 def row_digest(
     table: str, key: str, columns: Mapping[str, object], *, without: frozenset[str] = frozenset()
 ) -> str | None:
-    """`digest_json(ROW_SCHEMA, {table, key, columns})` over every column of the row, or None
-    when a stored value is one no plan writes (a blob, a NaN): such a row matches no seal.
-    A flat row of text, integers and NULL is written out column by column, which is faster
-    than walking it as an untrusted value; any other takes the checked path (tests hold the
-    two equal)."""
+    """`digest_json(ROW_SCHEMA, {table, key, columns})`, or None when a stored value is one no
+    plan writes (a blob, a NaN). A flat row is written out column by column, which is faster
+    than walking it as an untrusted value (tests hold the two equal)."""
     if type(table) is not str or type(key) is not str:
         return _checked_row_digest(table, key, columns, without)
     values = tuple(columns.values())
@@ -100,8 +94,7 @@ def digest_spelling(text: str) -> str:
 @lru_cache(maxsize=64)
 def _layout(names: tuple[str, ...], without: frozenset[str]) -> tuple[tuple[str, int, bool], ...]:
     """Each column's `"name":` text, its place among the row's values and whether it holds a
-    timestamp, in key order (a table's rows all have the same columns, so this is worked out
-    once per table)."""
+    timestamp, in key order: worked out once per table."""
     return tuple(
         (_ascii(name) + ":", names.index(name), name in TIMESTAMP_COLUMNS)
         for name in sorted(names)
@@ -152,9 +145,8 @@ ROW_CHAIN_SCHEMA = "aios.row_chain.v1"
 
 @attrs.frozen
 class RowWrite:
-    """A row a transition wrote, as it was (`before`, None when the transition inserted it)
-    and as it is (`after`), its values in the order of `names`: its event's seal covers the
-    `changes` (every column when `full`, else those the transition changed)."""
+    """A row a transition wrote, as it was (`before`, None when inserted) and as it is
+    (`after`), its values in the order of `names`."""
 
     table: str
     key: str
@@ -164,8 +156,7 @@ class RowWrite:
 
     def changes(self, *, full: bool) -> str:
         """The changed columns (all of them when `full` or the row is new) as canonical JSON
-        text, values exactly as written (`row_digest` respells a timestamp when the verifier
-        digests the folded row); `changes_text` gives the same text (tests hold them equal)."""
+        text, values as written; `changes_text` gives the same text (tests hold them equal)."""
         before, after = self.before, self.after
         whole = full or before is None
         parts = []
@@ -199,9 +190,8 @@ def _sorted_columns(names: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
 
 
 def changes_text(columns: Mapping[str, object]) -> str:
-    """Canonical JSON of a flat object of text, integer and NULL values (keys sorted, compact,
-    ASCII-escaped), written out column by column as `row_digest` writes its rows; any other
-    value takes the checked path (`canonical_json` refuses what is not JSON)."""
+    """Canonical JSON of a flat object, written out column by column as `row_digest` writes its
+    rows; any other value takes the checked path."""
     parts = []
     for name in sorted(columns):
         value = columns[name]
@@ -217,9 +207,8 @@ def changes_text(columns: Mapping[str, object]) -> str:
 
 
 def chained_row_digest(previous: str | None, table: str, key: str, changes: str) -> str:
-    """The digest a seal covers for the chain's task row: over the chain's previous one
-    (None before the first, which holds every column) and the row's `changes` text, so that
-    each link commits to the whole history of the row without digesting the whole row."""
+    """The digest a seal covers for the chain's task row, over the chain's previous one and the
+    row's `changes`: each link commits to the row's whole history without digesting the row."""
     text = ",".join(
         ("null" if previous is None else _ascii(previous), _ascii(table), _ascii(key), changes)
     )

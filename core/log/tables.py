@@ -1,10 +1,5 @@
-"""The catalogue of tables: what the log and the rendered per-table statements know of each.
-
-A domain declares its tables (`Table`, `SealedTable`, in its `tables` module); the composition
-above every domain (`core.sealed_tables`) gathers them once, the log's own among them. The shell
-renders each table's mechanical statements from them (`shell/db/table_statements.py`) and hands
-the sealed ones to the log's verify, export and restore code, which knows no domain itself.
-Columns are in the schema's order (a test holds them to both engines' schemas).
+"""The catalogue of tables: each domain declares its own, so that the log's verify, export and
+restore code, and the shell's rendered per-table statements, know no domain themselves.
 """
 
 from __future__ import annotations
@@ -44,12 +39,10 @@ class Table:
 class SealedTable:
     """A state table whose rows only plans with a sealed event write.
 
-    `record` is the row record whose fields are the digested columns, `key` the column its rows
-    are sealed under (for a key of two columns, the text selected beside them). `later_defaults`
-    are columns a migration added with a default that rows from before it hold: a seal taken
-    before them is held against the row without each one that still holds its default.
-    `unsealed_writer` tells, for a table sealed only since issue 26, the events that wrote its
-    rows before their seals did. The other fields shape its rendered statements."""
+    `record`'s fields are the digested columns, `key` the column its rows are sealed under.
+    `later_defaults`: columns a migration added with a default, left out of an older seal's
+    digest while they hold it. `unsealed_writer`: the events that wrote its rows before they
+    were sealed. The other fields shape its rendered statements."""
 
     name: str
     key: str
