@@ -1,6 +1,4 @@
-"""Reading an archive file back: what each archived task asked for, returned and was told.
-Proving the file is `verify-archive`'s job; this reader only refuses what is not an archive.
-"""
+"""Reading an archive file back; proving it is `verify-archive`'s job."""
 
 from __future__ import annotations
 
@@ -142,8 +140,8 @@ def chain_ends(contents: ArchiveContents) -> dict[str, ArchivedChainEnd | None]:
 def unanchored_chains(
     ends: Mapping[str, ArchivedChainEnd | None], recorded: Iterable[Mapping[str, ArchivedChainEnd]]
 ) -> list[tuple[str, str]]:
-    """The file's chains, with why, whose last seal no sealed TASKS_ARCHIVED event recorded: a
-    chain that ends at a recorded seal is the ledger's, and so are the row digests it covers."""
+    """The file's chains, with why, whose last seal no sealed TASKS_ARCHIVED event recorded (a
+    chain that ends at a recorded seal is the ledger's, and so are the rows it covers)."""
     known: dict[str, set[ArchivedChainEnd]] = {}
     for chains in recorded:
         for chain, recorded_end in chains.items():
@@ -201,8 +199,8 @@ def ledger_row_findings(
     seals: Sequence[tuple[FileSealedRow, RowSeal | None]],
     recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
 ) -> list[Finding]:
-    """The file's ledger-sealed rows held against the ledger's last seal of each, and each chain's
-    set of them against what the TASKS_ARCHIVED event recording the file says it removed."""
+    """The file's ledger-sealed rows held against the ledger's last seal of each, and against
+    what the TASKS_ARCHIVED event recording the file says it removed."""
     by_task: dict[str, list[tuple[FileSealedRow, RowSeal | None]]] = {
         task.task_id: [] for task in contents.tasks.values()
     }

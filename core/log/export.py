@@ -45,8 +45,7 @@ from aios_ledger.core.records import record_columns
 EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 EVENT_FIELDS = record_columns(EventRow)
-# Who caused the event: on every line written since events named their actors (null for an
-# event that names none), absent from a line written before.
+# Absent from a line written before events named their actors.
 ACTOR_FIELD = "actor"
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
 # The seal's chained row columns: on every sealed event's line.
@@ -58,8 +57,7 @@ STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 
 def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, Any]:
-    """The first line; a store whose ids have gaps by design says so, so that its offline check
-    reads no gap as a removed event."""
+    """The first line; a store whose ids have gaps by design says so, for the offline check."""
     if task_id is None:
         header: dict[str, Any] = {"schema": EXPORT_SCHEMA, "scope": "all"}
         if not dense_ids:
@@ -68,8 +66,8 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-# Format 1 (no field in the header) holds the state rows' digests alone, format 2 the rows, and
-# format 3 (the one written) also its tasks' governed bindings.
+# An archive's format 1 (no field in the header) holds its rows' digests alone, format 2 the
+# rows, and format 3 (the one written) also its tasks' governed bindings.
 ROWS_KEPT_FORMAT = 2
 ARCHIVE_FORMAT = BINDINGS_KEPT_FORMAT
 ARCHIVE_FORMATS = frozenset((ROWS_KEPT_FORMAT, ARCHIVE_FORMAT))
@@ -156,8 +154,8 @@ def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]
 
 
 class ArchivedBundles:
-    """The bundle lines of an archive, joined by bundle in the order they come (each bundle's
-    parts in a row, numbered from 0): what they hash to, and their bytes when `keep`."""
+    """The bundle lines of an archive, each bundle's parts in a row: what they hash to, and
+    their bytes when `keep`."""
 
     def __init__(self, *, keep: bool = False) -> None:
         self._keep = keep
@@ -197,8 +195,8 @@ class ArchivedBundles:
         return b"".join(self._data.get(name, ()))
 
     def findings(self, proposals: Mapping[str, str]) -> list[Finding]:
-        """Each archived proposal's bundle (`proposals`: proposal id -> the bundle its row
-        names) held against the bytes the file carries; a bundle cut short is missing."""
+        """Each archived proposal's bundle (proposal id -> the bundle its row names) held
+        against the bytes the file carries; a bundle cut short is missing."""
         found = (
             bundle_finding(proposal_id, recorded, self.complete.get(recorded))
             for proposal_id, recorded in sorted(proposals.items())
@@ -278,8 +276,7 @@ def line_of_kind(raw: object, field: str) -> TypeGuard[Mapping[str, Any]]:
 def parse_state_line(
     raw: Mapping[str, Any], *, with_row: bool = False
 ) -> tuple[str, str, str | None]:
-    """A state line's table, key and digest; `with_row`: an archive's, which holds its row
-    (read by `state_line_row`)."""
+    """A state line's table, key and digest; `with_row`: an archive's, which holds its row."""
     table, key, digest = raw.get("state"), raw.get("key"), raw.get("digest")
     if (
         set(raw) != (STATE_FIELDS | {ROW_FIELD} if with_row else STATE_FIELDS)
@@ -303,8 +300,7 @@ def _parse_rows(raw: object, event_id: int) -> tuple[RowImage, ...]:
 
 
 def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[RowImage, ...]]:
-    """One event line, its shape checked; its content's types are the verifier's (a changed
-    type is a changed event)."""
+    """One event line, its shape checked; its content's types are the verifier's to check."""
     fields = set(EVENT_FIELDS) | set(SEAL_FIELDS) | {ROWS_FIELD}
     shapes = (fields, fields | set(CHAINED_FIELDS))
     if not isinstance(raw, Mapping) or (set(raw) | {ACTOR_FIELD}) not in shapes:
@@ -333,8 +329,8 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[Row
 
 
 class ExportState:
-    """The state rows an export's seals say were written last (one entry per row), held
-    against the export's state lines as `verify` holds them against the database."""
+    """The state rows an export's seals say were written last, held against the export's
+    state lines as `verify` holds them against the database."""
 
     def __init__(self, tables: SealedTables, *, archive: bool = False) -> None:
         # An archive's rows that seals of the ledger chain cover (its tasks' run events and
@@ -433,10 +429,8 @@ class ChainTips:
 
 
 def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> VerificationReport:
-    """Check an export, line by line, with the ledger's own verifier and no database: every
-    event's seal and chain, the trailer, and the state lines against `tables`. A malformed line
-    is an `EXPORT_INVALID` finding; a file a 0.x ledger wrote (its older seals) is refused,
-    `EXPORT_OF_0X_SEALS`."""
+    """Check an export, line by line, with the ledger's own verifier and no database. A malformed
+    line is an `EXPORT_INVALID` finding; a file a 0.x ledger wrote is refused."""
     numbered = enumerate(lines, start=1)
     first = next(numbered, None)
     header = parse_export_header(None if first is None else parse_line(first[1], 1))
