@@ -13,7 +13,7 @@ import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonValue, loads_document
 from aios_ledger.core.log.rows import RowImage
-from aios_ledger.core.records import record_from_row
+from aios_ledger.core.records import record_columns, record_from_row
 from aios_ledger.core.statements import SqlWrite, Statement
 
 # The seal format a 1.0 ledger holds (`core.log.seals`; 0.x's are `core.log.legacy_seals`).
@@ -71,17 +71,8 @@ class SealRow:
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SealRow:
-        return cls(
-            event_id=row["event_id"],
-            chain=row["chain"],
-            chain_seq=row["chain_seq"],
-            prev_seal=row["prev_seal"],
-            seal=row["seal"],
-            sealed_at_adoption=row["sealed_at_adoption"] == 1,
-            seal_version=row["seal_version"],
-            row_changes=row.get("row_changes"),
-            chained_row_digest=row.get("chained_row_digest"),
-        )
+        columns = {name: row.get(name) for name in record_columns(cls)}
+        return cls(**{**columns, "sealed_at_adoption": row["sealed_at_adoption"] == 1})
 
     def public(self) -> dict[str, Any]:
         """The seal's columns without its event id, which an export line holds once."""

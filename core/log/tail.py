@@ -88,9 +88,12 @@ class LogTail:
 
     @classmethod
     def read(cls, next_event_id: int, chains: Iterable[str], found: Iterable[ChainTip]) -> LogTail:
-        """The tail from what the shell read: `found` holds the tip rows there were; every
-        other chain of `chains` is still empty."""
-        return cls(next_event_id, _known({}, chains, found))
+        """The tail from the tip rows the shell `found`; every other chain of `chains` is empty."""
+        tips = {tip.chain: tip for tip in found}
+        for chain in chains:
+            if chain not in tips:
+                tips[chain] = empty_chain_tip(chain)
+        return cls(next_event_id, tips)
 
     def append(self, events: Sequence[EventAppend]) -> tuple[tuple[AppendedEvent, ...], LogTail]:
         """`events` sealed in order at the end of their chains, and the tail after them."""
@@ -117,18 +120,6 @@ class LogTail:
         tips = dict(self.tips)
         writes = tuple(_sealed(tips, event, (), adoption=True).insert() for event in events)
         return writes, LogTail(self.next_event_id, tips)
-
-
-def _known(
-    tips: dict[str, ChainTip], chains: Iterable[str], found: Iterable[ChainTip]
-) -> dict[str, ChainTip]:
-    """`tips` with the tip rows `found`, and every other chain of `chains` empty."""
-    for tip in found:
-        tips[tip.chain] = tip
-    for chain in chains:
-        if chain not in tips:
-            tips[chain] = empty_chain_tip(chain)
-    return tips
 
 
 def _sealed(

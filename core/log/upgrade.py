@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.plan import WritePlan, sealed_plan
@@ -28,17 +29,7 @@ def resealed(log: Iterable[tuple[EventRow, SealRow, Sequence[RowImage]]]) -> Ite
         prev_seal = tips.get(seal.chain, GENESIS_SEAL)
         new = seal_to_store(event, seal.chain_seq, prev_seal, rows, chained=chained)
         tips[seal.chain] = new
-        yield SealRow(
-            event.event_id,
-            seal.chain,
-            seal.chain_seq,
-            prev_seal,
-            new,
-            seal.sealed_at_adoption,
-            SEAL_VERSION_5,
-            chained.changes,
-            chained.digest,
-        )
+        yield attrs.evolve(seal, prev_seal=prev_seal, seal=new, seal_version=SEAL_VERSION_5)
 
 
 def decide_upgraded(
