@@ -86,7 +86,8 @@ FIELDS_INVALID = refuse_as(LedgerError, "FIELDS_INVALID")
 
 
 class Structured:
-    """A record `from_mapping` reads with `structure`, its refusals naming it `WHAT`."""
+    """A record `from_mapping` reads with `structure`, its refusals naming it `WHAT`, and
+    `public` writes back."""
 
     __slots__ = ()
     WHAT: ClassVar[str] = "arguments"
@@ -94,6 +95,9 @@ class Structured:
     @classmethod
     def from_mapping(cls, raw: object) -> Self:
         return structure(raw, cls, what=cls.WHAT)
+
+    def public(self) -> dict[str, Any]:
+        return unstructure(self)
 
 
 def structure(raw: object, record: type[R], *, what: str, refuse: Refusal = FIELDS_INVALID) -> R:

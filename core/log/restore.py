@@ -47,7 +47,7 @@ from aios_ledger.core.log.rows import (
 from aios_ledger.core.log.tables import SealedTable, SealedTables
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.structuring import structure, unstructure
+from aios_ledger.core.structuring import Structured
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 RESTORE_OPERATION = "restore_archive"
@@ -89,19 +89,14 @@ _TAKEN_ORDER = (RESTORE_TASK_EXISTS, RESTORE_SEQ_TAKEN, RESTORE_ROW_EXISTS)
 
 
 @attrs.frozen
-class RestoreRequest:
+class RestoreRequest(Structured):
     """Restore the archive file whose bytes hash to `archive_sha256` (the shell hashed it),
     idempotent by `idempotency_key` when one is given."""
 
+    WHAT = "archive restore"
+
     archive_sha256: PrefixedDigest
     idempotency_key: Identifier | None = None
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> RestoreRequest:
-        return structure(raw, cls, what="archive restore")
-
-    def public(self) -> JsonObject:
-        return unstructure(self)
 
 
 @attrs.frozen

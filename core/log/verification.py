@@ -18,7 +18,7 @@ from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_5, EventRow, SealRow
 from aios_ledger.core.log.rows import TASKS, RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, ChainedRow, chain_of, seal_of_stored
-from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.structuring import Structured, refuse_as, structure
 
 HEAD_SCHEMA = "aios.ledger_head.v1"
 EMPTY_HEAD_DIGEST = "sha256:" + hashlib.sha256(HEAD_SCHEMA.encode("ascii")).hexdigest()
@@ -132,7 +132,7 @@ Count = Annotated[int, Between(0, 2**63 - 1)]
 
 
 @attrs.frozen
-class LedgerHead:
+class LedgerHead(Structured):
     """How far the log went when the head was taken: its count, last event id and the rolling
     digest of every `(event_id, seal)` up to it."""
 
@@ -140,9 +140,6 @@ class LedgerHead:
     last_event_id: Count
     digest: Annotated[str, PrefixedDigest]
     schema: Annotated[str, OneOf((HEAD_SCHEMA,))] = HEAD_SCHEMA
-
-    def public(self) -> dict[str, Any]:
-        return unstructure(self)
 
     @classmethod
     def from_mapping(cls, raw: object) -> LedgerHead:
