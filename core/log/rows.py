@@ -7,7 +7,7 @@ sealed before it still verify; a whole-second timestamp digests in its whole-sec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii as _ascii
 from typing import cast
@@ -64,12 +64,31 @@ def row_digest(
     than walking it as an untrusted value (tests hold the two equal)."""
     if type(table) is not str or type(key) is not str:
         return _checked_row_digest(table, key, columns, without)
-    values = tuple(columns.values())
+    layout = _layout(tuple(columns), without)
+    written = _flat_object(layout, tuple(columns.values()), respell=True)
+    if written is None:
+        return _checked_row_digest(table, key, columns, without)
+    document = '{"columns":' + written + ',"key":' + _ascii(key) + ',"table":' + _ascii(table)
+    return digest_bytes(ROW_SCHEMA, (document + "}").encode("ascii"))
+
+
+def _flat_object(
+    layout: Sequence[tuple[str, int, bool]],
+    values: Sequence[object],
+    before: Sequence[object] | None = None,
+    *,
+    respell: bool = False,
+) -> str | None:
+    """The canonical JSON text of the columns in `layout` (those that differ from `before`,
+    when given), written out column by column; None when a value is not text, an integer or
+    NULL. `respell`: timestamps in their digest spelling."""
     parts = []
-    for prefix, index, is_timestamp in _layout(tuple(columns), without):
+    for prefix, index, timestamp in layout:
         value = values[index]
+        if before is not None and before[index] == value:
+            continue
         if isinstance(value, str):  # a status is a StrEnum member: its text, as json writes it
-            if is_timestamp:
+            if respell and timestamp:
                 value = digest_spelling(value)
             parts.append(prefix + _ascii(value))
         elif value is None:
@@ -77,10 +96,8 @@ def row_digest(
         elif type(value) is int:
             parts.append(prefix + int.__repr__(value))
         else:
-            return _checked_row_digest(table, key, columns, without)
-    document = '{"columns":{' + ",".join(parts) + '},"key":' + _ascii(key)
-    document += ',"table":' + _ascii(table) + "}"
-    return digest_bytes(ROW_SCHEMA, document.encode("ascii"))
+            return None
+    return "{" + ",".join(parts) + "}"
 
 
 def digest_spelling(text: str) -> str:
@@ -157,22 +174,10 @@ class RowWrite:
     def changes(self, *, full: bool) -> str:
         """The changed columns (all of them when `full` or the row is new) as canonical JSON
         text, values as written; `changes_text` gives the same text (tests hold them equal)."""
-        before, after = self.before, self.after
-        whole = full or before is None
-        parts = []
-        for index, prefix in _sorted_columns(self.names):
-            value = after[index]
-            if not whole and before is not None and before[index] == value:
-                continue  # text, integers and NULL (a status: a StrEnum equal to its text)
-            if isinstance(value, str):
-                parts.append(prefix + _ascii(value))
-            elif value is None:
-                parts.append(prefix + "null")
-            elif type(value) is int:
-                parts.append(prefix + int.__repr__(value))
-            else:
-                return changes_text(self._changed(whole))
-        return "{" + ",".join(parts) + "}"
+        whole = full or self.before is None
+        before = None if whole else self.before
+        written = _flat_object(_layout(self.names, frozenset()), self.after, before)
+        return changes_text(self._changed(whole)) if written is None else written
 
     def _changed(self, whole: bool) -> dict[str, object]:
         before = self.before
@@ -183,27 +188,11 @@ class RowWrite:
         }
 
 
-@lru_cache(maxsize=64)
-def _sorted_columns(names: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
-    """Each column's place among the record's values and its `"name":` text, in key order."""
-    return tuple((names.index(name), _ascii(name) + ":") for name in sorted(names))
-
-
 def changes_text(columns: Mapping[str, object]) -> str:
     """Canonical JSON of a flat object, written out column by column as `row_digest` writes its
     rows; any other value takes the checked path."""
-    parts = []
-    for name in sorted(columns):
-        value = columns[name]
-        if isinstance(value, str):
-            parts.append(_ascii(name) + ":" + _ascii(value))
-        elif value is None:
-            parts.append(_ascii(name) + ":null")
-        elif type(value) is int:
-            parts.append(_ascii(name) + ":" + int.__repr__(value))
-        else:
-            return canonical_json(cast(JsonObject, dict(columns)))
-    return "{" + ",".join(parts) + "}"
+    written = _flat_object(_layout(tuple(columns), frozenset()), tuple(columns.values()))
+    return canonical_json(cast(JsonObject, dict(columns))) if written is None else written
 
 
 def chained_row_digest(previous: str | None, table: str, key: str, changes: str) -> str:
