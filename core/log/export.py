@@ -238,14 +238,9 @@ def parse_export_header(raw: object) -> ExportHeader:
     if (
         scope == "archive"
         and isinstance(finished_before, str)
-        and (
-            fields == {"finished_before"}
-            or (
-                fields == {"finished_before", "format"}
-                and type(archive_format) is int
-                and archive_format in ARCHIVE_FORMATS
-            )
-        )
+        and fields - {"format"} == {"finished_before"}
+        and type(archive_format) is int
+        and archive_format in (ARCHIVE_FORMATS if "format" in fields else {1})
     ):
         return ExportHeader(
             "archive", None, archive_format=archive_format, finished_before=finished_before
