@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import TypeAlias
 
 import attrs
-from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.archived import ArchivedEventRow
+from aios_ledger.core.log.records import EventRow, SealedRow, SealRow
 from aios_ledger.core.records import record_columns
 
 
@@ -100,34 +101,22 @@ class SealedTable:
 # Every sealed table by name, as `core.sealed_tables.SEALED_TABLES` assembles them.
 SealedTables: TypeAlias = Mapping[str, SealedTable]
 
-# The log's own tables: its events and their seals, and the Merkle log of them.
+# The log's own tables: its events and their seals (their records' fields are their columns),
+# and the Merkle log of them.
 EVENT_TABLES = (
     Table(
-        "events",
-        key_columns="event_id",
-        columns="event_id task_id agent_id event_type payload_json created_at actor",
-        insert="insert_event",
+        "events", key_columns="event_id", columns=record_columns(EventRow), insert="insert_event"
     ),
     Table(
-        "event_seals",
-        key_columns="event_id",
-        columns=(
-            "event_id chain chain_seq prev_seal seal sealed_at_adoption seal_version "
-            "row_changes chained_row_digest"
-        ),
-        insert="insert_seal",
+        "event_seals", key_columns="event_id", columns=record_columns(SealRow), insert="insert_seal"
     ),
     Table(
         "event_seal_rows",
         key_columns="event_id position",
-        columns="event_id position row_table row_key row_digest",
+        columns=record_columns(SealedRow),
         insert="insert_sealed_row",
     ),
-    Table(
-        "archived_events",
-        key_columns="event_id",
-        columns="event_id archive_event_id chain seal",
-    ),
+    Table("archived_events", key_columns="event_id", columns=record_columns(ArchivedEventRow)),
 )
 MERKLE_TABLES = (
     Table(
