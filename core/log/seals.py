@@ -141,51 +141,22 @@ def seal_of_stored(
 ) -> str:
     """`seal_of` for fields whose types the caller has checked: the same canonical JSON written
     out field by field, because walking an untrusted value was most of the verifier's time."""
-    task = event.task_id
-    agent = event.agent_id
-    changes = digest = None
-    if chained is not None:
-        changes, digest = chained.changes, chained.digest
-    text = "".join(
-        (
-            "{" if event.actor is None else '{"actor":' + _ascii(event.actor) + ",",
-            '"agent_id":',
-            "null" if agent is None else _ascii(agent),
-            ',"chain":',
-            _ascii(chain_of(task)),
-            ',"chain_seq":',
-            int.__repr__(chain_seq),
-            ',"chained_row_digest":',
-            "null" if digest is None else _ascii(digest),
-            ',"created_at":',
-            _ascii(event.created_at),
-            ',"event_type":',
-            _ascii(event.event_type),
-            ',"payload_json":',
-            _ascii(event.payload_json),
-            ',"prev_seal":',
-            _ascii(prev_seal),
-            ',"row_changes":',
-            "null" if changes is None else _ascii(changes),
-            ',"rows":[',
-            ",".join(map(_row_text, rows)),
-            '],"task_id":',
-            "null" if task is None else _ascii(task),
-            "}",
-        )
+    changes, digest = (None, None) if chained is None else (chained.changes, chained.digest)
+    rows_text = ",".join(
+        f'{{"digest":{_ascii(row.digest)},"key":{_ascii(row.key)},"table":{_ascii(row.table)}}}'
+        for row in rows
+    )
+    text = (
+        ("{" if event.actor is None else f'{{"actor":{_ascii(event.actor)},')
+        + f'"agent_id":{_nullable(event.agent_id)},"chain":{_ascii(chain_of(event.task_id))}'
+        + f',"chain_seq":{int.__repr__(chain_seq)},"chained_row_digest":{_nullable(digest)}'
+        + f',"created_at":{_ascii(event.created_at)},"event_type":{_ascii(event.event_type)}'
+        + f',"payload_json":{_ascii(event.payload_json)},"prev_seal":{_ascii(prev_seal)}'
+        + f',"row_changes":{_nullable(changes)},"rows":[{rows_text}]'
+        + f',"task_id":{_nullable(event.task_id)}}}'
     )
     return digest_bytes(SEAL_SCHEMA, text.encode("ascii"))
 
 
-def _row_text(image: RowImage) -> str:
-    return "".join(
-        (
-            '{"digest":',
-            _ascii(image.digest),
-            ',"key":',
-            _ascii(image.key),
-            ',"table":',
-            _ascii(image.table),
-            "}",
-        )
-    )
+def _nullable(text: str | None) -> str:
+    return "null" if text is None else _ascii(text)
