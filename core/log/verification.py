@@ -231,12 +231,7 @@ def _seal_well_formed(seal: SealRow, legacy: LegacyCheck | None) -> bool:
 
 
 def _rows_well_typed(rows: Sequence[RowImage]) -> bool:
-    return all(
-        isinstance(image.table, str)
-        and isinstance(image.key, str)
-        and isinstance(image.digest, str)
-        for image in rows
-    )
+    return all(isinstance(text, str) for row in rows for text in (row.table, row.key, row.digest))
 
 
 def seal_matches(
