@@ -376,8 +376,17 @@ class LogVerifier:
             raise LedgerError(
                 "VERIFY_ORDER_INVALID", f"event {event_id} fed after event {self._last_id}"
             )
-        self._check_gap(event_id, adopted)
-        self._check_head_before(event_id)
+        if self._dense_ids and event_id != self._last_id + 1:
+            if adopted or self._last_adopted:  # the older runtime's history may have had it
+                self._tolerated_gaps += 1
+            else:
+                detail = "missing from the event id sequence"
+                self._missing_ids(self._last_id + 1, event_id - 1, detail)
+        head = self._head
+        if head is not None and not self._head_seen and event_id > head.last_event_id:
+            self._head_seen = True
+            detail = "the head's last event is gone from the log"
+            self._report(Finding(HEAD_MISMATCH, head.last_event_id, detail))
         self._last_id = event_id
         self._last_adopted = adopted
 
@@ -389,21 +398,6 @@ class LogVerifier:
         self._digest = roll_head(self._digest, event_id, seal if isinstance(seal, str) else None)
         self._archive.listed(event_id, chain, seal, archive_event_id)
         self._check_head_at(event_id)
-
-    def _check_gap(self, event_id: int, adopted: bool) -> None:
-        if not self._dense_ids or event_id == self._last_id + 1:
-            return
-        if adopted or self._last_adopted:
-            self._tolerated_gaps += 1
-            return
-        self._missing_ids(self._last_id + 1, event_id - 1, "missing from the event id sequence")
-
-    def _check_head_before(self, event_id: int) -> None:
-        head = self._head
-        if head is not None and not self._head_seen and event_id > head.last_event_id:
-            self._head_seen = True
-            detail = "the head's last event is gone from the log"
-            self._report(Finding(HEAD_MISMATCH, head.last_event_id, detail))
 
     def _check_head_at(self, event_id: int) -> None:
         head = self._head
