@@ -86,7 +86,8 @@ FIELDS_INVALID = refuse_as(LedgerError, "FIELDS_INVALID")
 
 
 class Structured:
-    """A record `from_mapping` reads with `structure`, its refusals naming it `WHAT`."""
+    """A record `from_mapping` reads with `structure`, its refusals naming it `WHAT`, and
+    `public` writes back."""
 
     __slots__ = ()
     WHAT: ClassVar[str] = "arguments"
@@ -94,6 +95,9 @@ class Structured:
     @classmethod
     def from_mapping(cls, raw: object) -> Self:
         return structure(raw, cls, what=cls.WHAT)
+
+    def public(self) -> dict[str, Any]:
+        return unstructure(self)
 
 
 def structure(raw: object, record: type[R], *, what: str, refuse: Refusal = FIELDS_INVALID) -> R:
@@ -164,7 +168,7 @@ def register_kind(
     if schema is not None:
         _KIND_SCHEMAS[kind] = dict(schema)
     converter.register_structure_hook(kind, lambda value, _: check(value))
-    converter.register_unstructure_hook(kind, unstructure_as or _identity)
+    converter.register_unstructure_hook(kind, unstructure_as or identity)
 
 
 def problems_of(refused: BaseException, path: Path = ()) -> Iterator[Problem]:
@@ -208,52 +212,35 @@ def _field_names(unknown: Sequence[str], missing: Sequence[str]) -> str:
 # --- strict primitive hooks -----------------------------------------------------------------
 
 
-def _identity(value: Any) -> Any:
-    return value
-
-
 def _kind_name(value: object) -> str:
     return type(value).__name__
 
 
-def _text(value: object, kind: Any = str) -> str:
-    if kind is not str:  # cattrs finds this hook for str's subclasses too: a StrEnum
-        return _enum_hook(kind)(value, kind)  # type: ignore[no-any-return]
-    if not isinstance(value, str):
-        raise FieldRefused(f"must be a string, got {_kind_name(value)}")
-    return value
+# Each primitive type and what its hook says a refused value must be.
+_PRIMITIVES: Mapping[type, str] = {
+    str: "a string",
+    int: "an integer",
+    bool: "true or false",
+    float: "a floating-point number",
+    type(None): "null",
+}
 
 
-def _integer(value: object, kind: Any = int) -> int:
-    if kind is not int:  # and for int's: an IntEnum
-        return _enum_hook(kind)(value, kind)  # type: ignore[no-any-return]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise FieldRefused(f"must be an integer, got {_kind_name(value)}")
-    return value
+def _primitive_hook(base: type) -> Callable[[Any, Any], Any]:
+    what = _PRIMITIVES[base]
+
+    def hook(value: Any, kind: Any) -> Any:
+        if kind is not base:  # cattrs finds this hook for a subclass too: a StrEnum, an IntEnum
+            return _enum_hook(kind)(value, kind)
+        if not isinstance(value, base) or (base is int and isinstance(value, bool)):
+            raise FieldRefused(f"must be {what}, got {_kind_name(value)}")
+        return value
+
+    return hook
 
 
-def _boolean(value: object, _: object = None) -> bool:
-    if not isinstance(value, bool):
-        raise FieldRefused(f"must be true or false, got {_kind_name(value)}")
-    return value
-
-
-def _number(value: object, _: object = None) -> float:
-    if not isinstance(value, float):
-        raise FieldRefused(f"must be a floating-point number, got {_kind_name(value)}")
-    return value
-
-
-def _nothing(value: object, _: object = None) -> None:
-    if value is not None:
-        raise FieldRefused(f"must be null, got {_kind_name(value)}")
-
-
-converter.register_structure_hook(str, _text)
-converter.register_structure_hook(int, _integer)
-converter.register_structure_hook(bool, _boolean)
-converter.register_structure_hook(float, _number)
-converter.register_structure_hook(type(None), _nothing)
+for _base in _PRIMITIVES:
+    converter.register_structure_hook(_base, _primitive_hook(_base))
 
 
 def _items(value: Any, item_type: Any, container: Any) -> list[Any]:
@@ -558,7 +545,7 @@ def _field_checks_of(record: type) -> tuple[_FieldCheck, ...]:
                     kind=field.type,
                     nested=_record_class(field.type),
                     # an enum's hook takes its members: no need to read them back
-                    read=None if read in (_identity, identity) or _is_enum(field.type) else read,
+                    read=None if read is identity or _is_enum(field.type) else read,
                     hook=converter.get_structure_hook(field.type),
                 )
             )

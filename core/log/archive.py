@@ -20,7 +20,7 @@ from aios_ledger.core.log.archived import (
 from aios_ledger.core.log.export import ARCHIVE_FORMAT
 from aios_ledger.core.log.plan import WritePlan, sealed_plan
 from aios_ledger.core.log.tail import EventAppend, LogTail
-from aios_ledger.core.statements import SqlWrite, Statement
+from aios_ledger.core.statements import SqlParam, SqlWrite, Statement
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 FINISHED_STATUSES = frozenset(("SUCCEEDED", "FAILED", "CANCELLED"))
@@ -121,28 +121,25 @@ def decide_archive(
     archive_event_id = state.tail.next_event_id
     writes: list[SqlWrite] = []
     for candidate in chosen:
-        task = {"task_id": candidate.task_id}
-        writes.append(
-            SqlWrite(Statement.LIST_ARCHIVED_EVENTS, {**task, "archive_event_id": archive_event_id})
-        )
+        task: dict[str, SqlParam] = {"task_id": candidate.task_id}
+        listing: dict[str, SqlParam] = {**task, "archive_event_id": archive_event_id}
+        writes.append(SqlWrite(Statement.LIST_ARCHIVED_EVENTS, listing))
         writes.extend(SqlWrite(statement, task) for statement in _TASK_DELETES)
-        writes.append(
-            SqlWrite(
-                Statement.DELETE_ARCHIVED_TASK, {**task, "expected_revision": candidate.revision}
-            )
-        )
+        guarded: dict[str, SqlParam] = {**task, "expected_revision": candidate.revision}
+        writes.append(SqlWrite(Statement.DELETE_ARCHIVED_TASK, guarded))
+    events = sum(candidate.events for candidate in chosen)
     payload: JsonObject = {
         "archive_sha256": archive_digest,
         ARCHIVE_FORMAT_FIELD: ARCHIVE_FORMAT,
         "finished_before": request.finished_before.text,
         "tasks": len(chosen),
-        "events": sum(candidate.events for candidate in chosen),
+        "events": events,
         "chains": [_chain_record(candidate) for candidate in chosen],
     }
     event = EventAppend(None, None, TASKS_ARCHIVED, payload, now.text, actor=actor)
     answer: ArchiveAnswer = {
         "archived": len(chosen),
-        "events": sum(candidate.events for candidate in chosen),
+        "events": events,
         "finished_before": request.finished_before.text,
         "archive_sha256": archive_digest,
         "archive_event_id": archive_event_id,

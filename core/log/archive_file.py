@@ -1,6 +1,4 @@
-"""Reading an archive file back: what each archived task asked for, returned and was told.
-Proving the file is `verify-archive`'s job; this reader only refuses what is not an archive.
-"""
+"""Reading an archive file back; proving it is `verify-archive`'s job."""
 
 from __future__ import annotations
 
@@ -19,9 +17,6 @@ from aios_ledger.core.log.archived import (
 from aios_ledger.core.log.export import (
     ROW_FIELD,
     ROWS_KEPT_FORMAT,
-    is_archived_line,
-    is_state_line,
-    is_trailer,
     parse_export_header,
     parse_line,
 )
@@ -95,9 +90,9 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
             if header is None or header.scope != "archive":
                 raise LedgerError(ARCHIVE_INVALID, "the first line is not an archive's header")
             continue
-        if not isinstance(value, Mapping) or is_trailer(value) or is_archived_line(value):
+        if not isinstance(value, Mapping) or "end" in value or "archived" in value:
             continue
-        if is_state_line(value):
+        if "state" in value:
             row = value.get(ROW_FIELD)
             if not isinstance(row, Mapping):
                 continue
@@ -145,8 +140,8 @@ def chain_ends(contents: ArchiveContents) -> dict[str, ArchivedChainEnd | None]:
 def unanchored_chains(
     ends: Mapping[str, ArchivedChainEnd | None], recorded: Iterable[Mapping[str, ArchivedChainEnd]]
 ) -> list[tuple[str, str]]:
-    """The file's chains, with why, whose last seal no sealed TASKS_ARCHIVED event recorded: a
-    chain that ends at a recorded seal is the ledger's, and so are the row digests it covers."""
+    """The file's chains, with why, whose last seal no sealed TASKS_ARCHIVED event recorded (a
+    chain that ends at a recorded seal is the ledger's, and so are the rows it covers)."""
     known: dict[str, set[ArchivedChainEnd]] = {}
     for chains in recorded:
         for chain, recorded_end in chains.items():
@@ -204,8 +199,8 @@ def ledger_row_findings(
     seals: Sequence[tuple[FileSealedRow, RowSeal | None]],
     recorded: Mapping[str, frozenset[LedgerSealedRow]] | None,
 ) -> list[Finding]:
-    """The file's ledger-sealed rows held against the ledger's last seal of each, and each chain's
-    set of them against what the TASKS_ARCHIVED event recording the file says it removed."""
+    """The file's ledger-sealed rows held against the ledger's last seal of each, and against
+    what the TASKS_ARCHIVED event recording the file says it removed."""
     by_task: dict[str, list[tuple[FileSealedRow, RowSeal | None]]] = {
         task.task_id: [] for task in contents.tasks.values()
     }

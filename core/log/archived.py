@@ -1,7 +1,6 @@
-"""Accounting for archived events while verifying: `ArchiveAccount` holds the `archived_events`
-listings against the payload of the sealed `TASKS_ARCHIVED` event that removed them, so that a
-listing forged to let a hand-made DELETE through is reported; a chain no longer listed must have
-been put back by a later sealed `TASKS_RESTORED` event.
+"""Accounting for archived events while verifying: the `archived_events` listings are held
+against the sealed `TASKS_ARCHIVED` event that removed them, so that a listing forged to let a
+hand-made DELETE through is reported.
 """
 
 from __future__ import annotations
@@ -92,14 +91,12 @@ def recorded_chains(payload: object) -> dict[str, ArchivedChainEnd] | None:
     for item in payload["chains"]:
         if not isinstance(item, Mapping):
             return None
-        task_id, last_id, last_seal = (
-            item.get("task_id"),
-            item.get("last_event_id"),
-            item.get("last_seal"),
+        task_id, last_id, seal = (
+            item.get(name) for name in ("task_id", "last_event_id", "last_seal")
         )
-        if not (isinstance(task_id, str) and type(last_id) is int and isinstance(last_seal, str)):
+        if not (isinstance(task_id, str) and type(last_id) is int and isinstance(seal, str)):
             return None
-        found[chain_of(task_id)] = ArchivedChainEnd(last_id, last_seal)
+        found[chain_of(task_id)] = ArchivedChainEnd(last_id, seal)
     return found
 
 
@@ -128,7 +125,7 @@ class ArchiveAccount:
 
     def __init__(self) -> None:
         self._pending: dict[int, dict[str, ArchivedChainEnd]] = {}
-        # Chains an archive event recorded and no listing holds, awaiting a TASKS_RESTORED event.
+        # Chains an archive event recorded and no listing holds, awaiting their restore.
         self._restorable: dict[tuple[int, str], ArchivedChainEnd] = {}
 
     def listed(self, event_id: int, chain: object, seal: object, archive_event_id: int) -> None:

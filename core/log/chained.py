@@ -1,13 +1,6 @@
-"""Folding a chain's seals into the task row they say was written last.
-
-A seal covers the columns the transition changed of its chain's task row and a chained row
-digest over them and the chain's previous one (`core.log.rows.chained_row_digest`); the first
-to write the row holds every column. Fed a chain's seals in chain order, `ChainedRowFold` ends
-with the row's columns, which the verifier holds against the stored row as it holds a row's
-image. A seal that holds neither changes nor a digest ends the chained digest (an adopted
-event's, or a 0.x seal that carried none on, such as one that covered the task row as an image):
-the next write starts again from every column. Which of the fold and an image of the row is the
-row's last seal is told by their event ids.
+"""Folding a chain's seals, each holding the columns its transition changed of the task row, into
+the row they say was written last, which the verifier holds against the stored row. A seal with
+neither changes nor a digest ends the chained digest: the next write holds every column again.
 """
 
 from __future__ import annotations
@@ -78,9 +71,8 @@ class ChainedRowFold:
         return None if self._columns is None else dict(self._columns)
 
     def sealed(self) -> tuple[int, str | None] | None:
-        """(the last chained writer's event id, the digest of the row it left), as `check_row`
-        takes a sealed row; None when no seal's changes wrote the row. A fold that broke gives its
-        seal's id and no digest (see `problem`)."""
+        """(the last chained writer's event id, the digest of the row it left) as `check_row`
+        takes it; None when no seal's changes wrote the row, no digest when the fold broke."""
         if self._problem is not None:
             return self._problem[0], None
         if self._event_id is None or self._columns is None:

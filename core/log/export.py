@@ -1,12 +1,5 @@
-"""The export format of the sealed log: JSON lines, checked offline by the same verifier.
-
-An export is a header line, one line per event in id order (with its seal and the state rows
-the seal covers), the current state rows' digests for an export of everything, and a trailer
-with the rolling head digest, so that a cut or edited file is noticed. An archive is an export
-of scope `"archive"` that also carries each state row whole and its proposals' bundle files;
-events an archive removed appear in a later full export as one `archived` line each.
-docs/conformance.md gives the lines field by field. Older archive formats are still read; a
-file a 0.x ledger wrote, whose seals are of its older formats, is refused.
+"""The export format of the sealed log: JSON lines (docs/conformance.md), checked offline by the
+same verifier. The trailer holds the rolling head digest, so that a cut or edited file is noticed.
 """
 
 from __future__ import annotations
@@ -52,8 +45,7 @@ from aios_ledger.core.records import record_columns
 EXPORT_SCHEMA = "aios.event_export.v1"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 EVENT_FIELDS = record_columns(EventRow)
-# Who caused the event: on every line written since events named their actors (null for an
-# event that names none), absent from a line written before.
+# Absent from a line written before events named their actors.
 ACTOR_FIELD = "actor"
 SEAL_FIELDS = ("chain", "chain_seq", "prev_seal", "seal", "sealed_at_adoption", "seal_version")
 # The seal's chained row columns: on every sealed event's line.
@@ -65,8 +57,7 @@ STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 
 def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, Any]:
-    """The first line; a store whose ids have gaps by design says so, so that its offline check
-    reads no gap as a removed event."""
+    """The first line; a store whose ids have gaps by design says so, for the offline check."""
     if task_id is None:
         header: dict[str, Any] = {"schema": EXPORT_SCHEMA, "scope": "all"}
         if not dense_ids:
@@ -75,8 +66,8 @@ def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, A
     return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
 
 
-# Format 1 (no field in the header) holds the state rows' digests alone, format 2 the rows, and
-# format 3 (the one written) also its tasks' governed bindings.
+# An archive's format 1 (no field in the header) holds its rows' digests alone, format 2 the
+# rows, and format 3 (the one written) also its tasks' governed bindings.
 ROWS_KEPT_FORMAT = 2
 ARCHIVE_FORMAT = BINDINGS_KEPT_FORMAT
 ARCHIVE_FORMATS = frozenset((ROWS_KEPT_FORMAT, ARCHIVE_FORMAT))
@@ -117,10 +108,6 @@ def export_archived_line(
         "chain": chain,
         "seal": seal,
     }
-
-
-def is_archived_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "archived" in raw
 
 
 def parse_archived_line(raw: Mapping[str, Any]) -> tuple[int, int, str, str]:
@@ -166,13 +153,9 @@ def export_bundle_lines(bundle_sha256: str, data: bytes) -> list[dict[str, Any]]
     ]
 
 
-def is_bundle_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "bundle" in raw
-
-
 class ArchivedBundles:
-    """The bundle lines of an archive, joined by bundle in the order they come (each bundle's
-    parts in a row, numbered from 0): what they hash to, and their bytes when `keep`."""
+    """The bundle lines of an archive, each bundle's parts in a row: what they hash to, and
+    their bytes when `keep`."""
 
     def __init__(self, *, keep: bool = False) -> None:
         self._keep = keep
@@ -212,14 +195,13 @@ class ArchivedBundles:
         return b"".join(self._data.get(name, ()))
 
     def findings(self, proposals: Mapping[str, str]) -> list[Finding]:
-        """Each archived proposal's bundle (`proposals`: proposal id -> the bundle its row
-        names) held against the bytes the file carries; a bundle cut short is missing."""
-        found = []
-        for proposal_id, recorded in sorted(proposals.items()):
-            finding = bundle_finding(proposal_id, recorded, self.complete.get(recorded))
-            if finding is not None:
-                found.append(finding)
-        return found
+        """Each archived proposal's bundle (proposal id -> the bundle its row names) held
+        against the bytes the file carries; a bundle cut short is missing."""
+        found = (
+            bundle_finding(proposal_id, recorded, self.complete.get(recorded))
+            for proposal_id, recorded in sorted(proposals.items())
+        )
+        return [finding for finding in found if finding is not None]
 
 
 def export_trailer(head: LedgerHead) -> dict[str, Any]:
@@ -256,14 +238,9 @@ def parse_export_header(raw: object) -> ExportHeader:
     if (
         scope == "archive"
         and isinstance(finished_before, str)
-        and (
-            fields == {"finished_before"}
-            or (
-                fields == {"finished_before", "format"}
-                and type(archive_format) is int
-                and archive_format in ARCHIVE_FORMATS
-            )
-        )
+        and fields - {"format"} == {"finished_before"}
+        and type(archive_format) is int
+        and archive_format in (ARCHIVE_FORMATS if "format" in fields else {1})
     ):
         return ExportHeader(
             "archive", None, archive_format=archive_format, finished_before=finished_before
@@ -272,10 +249,6 @@ def parse_export_header(raw: object) -> ExportHeader:
     if scope == "task" and isinstance(task_id, str) and fields == {"task_id"}:
         return ExportHeader(scope="task", task_id=task_id)
     raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
-
-
-def is_trailer(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "end" in raw
 
 
 def parse_export_trailer(raw: object) -> LedgerHead:
@@ -289,15 +262,16 @@ def parse_export_trailer(raw: object) -> LedgerHead:
         raise LedgerError("EXPORT_INVALID", f"the trailer is malformed: {refused.detail}") from None
 
 
-def is_state_line(raw: object) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(raw, Mapping) and "state" in raw
+def line_of_kind(raw: object, field: str) -> TypeGuard[Mapping[str, Any]]:
+    """Whether a line is of the kind `field` names: `end` (the trailer), `state`, `archived`
+    or `bundle`."""
+    return isinstance(raw, Mapping) and field in raw
 
 
 def parse_state_line(
     raw: Mapping[str, Any], *, with_row: bool = False
 ) -> tuple[str, str, str | None]:
-    """A state line's table, key and digest; `with_row`: an archive's, which holds its row
-    (read by `state_line_row`)."""
+    """A state line's table, key and digest; `with_row`: an archive's, which holds its row."""
     table, key, digest = raw.get("state"), raw.get("key"), raw.get("digest")
     if (
         set(raw) != (STATE_FIELDS | {ROW_FIELD} if with_row else STATE_FIELDS)
@@ -321,8 +295,7 @@ def _parse_rows(raw: object, event_id: int) -> tuple[RowImage, ...]:
 
 
 def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[RowImage, ...]]:
-    """One event line, its shape checked; its content's types are the verifier's (a changed
-    type is a changed event)."""
+    """One event line, its shape checked; its content's types are the verifier's to check."""
     fields = set(EVENT_FIELDS) | set(SEAL_FIELDS) | {ROWS_FIELD}
     shapes = (fields, fields | set(CHAINED_FIELDS))
     if not isinstance(raw, Mapping) or (set(raw) | {ACTOR_FIELD}) not in shapes:
@@ -351,8 +324,8 @@ def parse_export_event(raw: object) -> tuple[EventRow, SealRow | None, tuple[Row
 
 
 class ExportState:
-    """The state rows an export's seals say were written last (one entry per row), held
-    against the export's state lines as `verify` holds them against the database."""
+    """The state rows an export's seals say were written last, held against the export's
+    state lines as `verify` holds them against the database."""
 
     def __init__(self, tables: SealedTables, *, archive: bool = False) -> None:
         # An archive's rows that seals of the ledger chain cover (its tasks' run events and
@@ -451,10 +424,8 @@ class ChainTips:
 
 
 def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> VerificationReport:
-    """Check an export, line by line, with the ledger's own verifier and no database: every
-    event's seal and chain, the trailer, and the state lines against `tables`. A malformed line
-    is an `EXPORT_INVALID` finding; a file a 0.x ledger wrote (its older seals) is refused,
-    `EXPORT_OF_0X_SEALS`."""
+    """Check an export, line by line, with the ledger's own verifier and no database. A malformed
+    line is an `EXPORT_INVALID` finding; a file a 0.x ledger wrote is refused."""
     numbered = enumerate(lines, start=1)
     first = next(numbered, None)
     header = parse_export_header(None if first is None else parse_line(first[1], 1))
@@ -471,11 +442,11 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
             value = parse_line(raw_line, number)
             if trailer_seen:
                 raise LedgerError("EXPORT_INVALID", "a line after the trailer")
-            if is_trailer(value):
+            if line_of_kind(value, "end"):
                 trailer_seen = True
                 _check_trailer(verifier, parse_export_trailer(value))
                 continue
-            if is_state_line(value) and header.holds_state:
+            if line_of_kind(value, "state") and header.holds_state:
                 if bundle_lines:
                     raise LedgerError("EXPORT_INVALID", "a state line after the bundle lines")
                 state_lines = True
@@ -490,13 +461,13 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
                         proposals[key] = bundle
                 state.check(verifier, table, key, digest)
                 continue
-            if is_bundle_line(value) and header.archive_format >= ROWS_KEPT_FORMAT:
+            if line_of_kind(value, "bundle") and header.archive_format >= ROWS_KEPT_FORMAT:
                 bundle_lines = True
                 bundles.add(value)
                 continue
             if state_lines:
                 raise LedgerError("EXPORT_INVALID", "an event line after the state lines")
-            if is_archived_line(value) and header.scope == "all":
+            if line_of_kind(value, "archived") and header.scope == "all":
                 archived_id, archive_event_id, chain, archived_seal = parse_archived_line(value)
                 if archived_id <= last_id:
                     raise LedgerError("EXPORT_INVALID", f"event {archived_id} out of order")
@@ -537,12 +508,10 @@ def parse_line(line: bytes | str, number: int) -> object:
 
 
 def _check_trailer(verifier: LogVerifier, trailer: LedgerHead) -> None:
-    if verifier.head() != trailer:
-        verifier.note(
-            Finding(
-                EXPORT_INVALID,
-                None,
-                f"the trailer says {trailer.events} events up to {trailer.last_event_id} with "
-                f"digest {trailer.digest}; the lines give {verifier.head().public()}",
-            )
+    lines = verifier.head()
+    if lines != trailer:
+        detail = (
+            f"the trailer says {trailer.events} events up to {trailer.last_event_id} with "
+            f"digest {trailer.digest}; the lines give {lines.public()}"
         )
+        verifier.note(Finding(EXPORT_INVALID, None, detail))

@@ -1,16 +1,8 @@
 """The seal formats of 0.x ledgers, which `upgrade` verifies before it seals the log again as v5.
 
-Nothing else reads them: a 1.0 ledger holds v5 seals alone (`core.log.seals`). Each is a
-document digested under its own schema:
-
-- v1 (`aios.event_seal.v1`), sealed at adoption or before seals covered rows: the v5 document
-  with `event_id` and without `rows`, `row_changes` and `chained_row_digest`;
-- v2: v1 plus `rows`, in which the chain's own task row is an image like the others;
-- v3 (PostgreSQL's): v2 without `event_id`;
-- v4 (SQLite's since 0.x migration 0020): v5 plus `event_id`.
-
-Only v4 seals have chained row columns; a v1, v2 or v3 seal holds both null, which ends the
-chained digest (`core.log.chained`), as its writer carried none on.
+Each is the v5 document under its own schema: v1 with `event_id` and without `rows` and the
+chained row columns; v2, v1 plus `rows`; v3 (PostgreSQL's), v2 without `event_id`; v4, v5 plus
+`event_id`.
 """
 
 from __future__ import annotations
@@ -58,8 +50,7 @@ def legacy_seal_of(
 
 def legacy_seal_verifies(event: EventRow, seal: SealRow, rows: Sequence[RowImage]) -> bool:
     """Does a 0.x `seal` (its types already checked) verify over `event` and `rows`? Chained row
-    columns beside a seal of another version than v4, which does not cover them, are a
-    forgery."""
+    columns beside a seal other than v4, which does not cover them, are a forgery."""
     version = seal.seal_version
     chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
     if version != SEAL_VERSION_4 and chained != ChainedRow(None, None):

@@ -158,7 +158,8 @@ class Frontier:
         size = self.size
         stored: list[StoredNode] = []
         for leaf in leaf_hashes:
-            _check_hash(leaf, "a leaf hash")
+            if not _all_hashes((leaf,)):
+                raise LedgerError("MERKLE_HASH_INVALID", f"a leaf hash is not {HASH_SIZE} bytes")
             hashed, level, index = leaf, 0, size
             stored.append(StoredNode(NodeId(0, index), hashed))
             while index & 1:
@@ -195,13 +196,9 @@ def append_writes(
     tree: MerkleTreeRow, leaves: Sequence[tuple[int, str]]
 ) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow]:
     """The writes appending (event id, seal) leaves and moving the head row on by compare-and-swap.
-    It repeats `Frontier.append` over the stored edge because it is on every write's path."""
-    if tree.size is None:
-        raise LedgerError("MERKLE_TREE_NOT_BUILT", "the tree of the events is not built yet")
-    size, stored = int(tree.size), bytes(tree.frontier)
-    if len(stored) != HASH_SIZE * size.bit_count():
-        raise LedgerError("MERKLE_FRONTIER_INVALID", f"the stored edge does not fit {size} leaves")
-    edge = [stored[at : at + HASH_SIZE] for at in range(0, len(stored), HASH_SIZE)]
+    It repeats `Frontier.append` without its records because it is on every write's path."""
+    frontier = tree.frontier_of()
+    size, edge = frontier.size, list(frontier.hashes)
     sha256 = hashlib.sha256
     writes = []
     for event_id, seal in leaves:
@@ -234,12 +231,11 @@ def append_writes(
 
 @attrs.frozen
 class ScanFloor:
-    """How far an integrator knows every event id to be settled: each id up to `floor` is
-    integrated or was never committed, so a pass reads only the events above it without a leaf.
-    Ids are drawn from a sequence while writers run beside each other, so an id can commit after
-    a higher one, or never. A sequence value read before a snapshot of the transactions in
-    progress (`waiting`) is settled once none of those is still running; the value read after
-    the last snapshot (`unpaired`) waits for the next pass's snapshot."""
+    """How far an integrator knows every event id to be settled (integrated or never committed):
+    ids come from a sequence while writers run beside each other, so an id can commit after a
+    higher one, or never. A sequence value read before a snapshot of the transactions in
+    progress (`waiting`) is settled once none of those still runs; the value read after the
+    last snapshot (`unpaired`) waits for the next pass's snapshot."""
 
     floor: int = 0
     unpaired: int | None = None
@@ -316,16 +312,16 @@ def inclusion_proof(index: int, size: int, nodes: Mapping[NodeId, bytes]) -> tup
     return tuple(_hash_of(lo, hi, nodes) for lo, hi in _inclusion_ranges(index, size))
 
 
-def root_from_inclusion_proof(
-    index: int, size: int, leaf: bytes, proof: Sequence[bytes]
-) -> bytes | None:
-    """RFC 9162 §2.1.3.2: the root the proof leads to, or None when its length does not fit."""
-    if not 0 <= index < size:
-        return None
+def verify_inclusion(
+    index: int, size: int, leaf: bytes, proof: Sequence[bytes], root: bytes
+) -> bool:
+    """Whether `proof` shows `leaf` at `index` of the tree whose root is `root` (§2.1.3.2)."""
+    if not _all_hashes((leaf, root, *proof)) or not 0 <= index < size:
+        return False
     fn, sn, r = index, size - 1, leaf
     for p in proof:
         if sn == 0:
-            return None
+            return False
         if fn & 1 or fn == sn:
             r = node_hash(p, r)
             while not fn & 1 and fn != 0:
@@ -333,16 +329,7 @@ def root_from_inclusion_proof(
         else:
             r = node_hash(r, p)
         fn, sn = fn >> 1, sn >> 1
-    return r if sn == 0 else None
-
-
-def verify_inclusion(
-    index: int, size: int, leaf: bytes, proof: Sequence[bytes], root: bytes
-) -> bool:
-    """Whether `proof` shows `leaf` at `index` of the tree whose root is `root`."""
-    if not _all_hashes((leaf, root, *proof)):
-        return False
-    return root_from_inclusion_proof(index, size, leaf, proof) == root
+    return sn == 0 and r == root
 
 
 def _consistency_ranges(old: int, new: int) -> list[tuple[int, int]]:
@@ -550,11 +537,6 @@ def _check_index(index: int, size: int) -> None:
     _check_size(size, "size")
     if type(index) is not int or not 0 <= index < size:
         raise LedgerError("TREE_SIZE_INVALID", f"leaf {index!r} is not in a tree of {size}")
-
-
-def _check_hash(hashed: object, what: str) -> None:
-    if not isinstance(hashed, bytes) or len(hashed) != HASH_SIZE:
-        raise LedgerError("MERKLE_HASH_INVALID", f"{what} is not {HASH_SIZE} bytes")
 
 
 def _all_hashes(hashes: Iterable[object]) -> bool:

@@ -5,8 +5,7 @@ keeping only the tree's edge in memory.
 
 from __future__ import annotations
 
-from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.log.merkle import HASH_SIZE, Frontier, event_leaf_hash
+from aios_ledger.core.log.merkle import HASH_SIZE, SEAL_TEXT, Frontier, event_leaf_hash
 from aios_ledger.core.log.verification import MERKLE_MISMATCH, Finding
 
 
@@ -33,7 +32,11 @@ class MerkleCheck:
             note(f"leaf {leaf_index} comes where leaf {self.frontier.size} belongs")
         if seal is None:
             note("the leaf's event is gone, and no archive lists it")
-        elif not isinstance(seal, str) or event_leaf_hash_or_none(seal) != leaf_hash:
+        elif (
+            not isinstance(seal, str)
+            or not SEAL_TEXT.fullmatch(seal)
+            or event_leaf_hash(seal) != leaf_hash
+        ):
             note("the leaf's hash is not the hash of its event's seal")
         if not isinstance(leaf_hash, bytes) or len(leaf_hash) != HASH_SIZE:
             note("the leaf's hash is malformed")
@@ -75,10 +78,3 @@ class MerkleCheck:
                 key="1",
             )
         return self.findings
-
-
-def event_leaf_hash_or_none(seal: str) -> bytes | None:
-    try:
-        return event_leaf_hash(seal)
-    except LedgerError:
-        return None

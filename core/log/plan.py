@@ -1,10 +1,5 @@
-"""What a decision returns: a replay of a recorded answer, or a complete plan of writes.
-
-A `WritePlan` holds everything the shell writes, decided: the row writes (each naming a
-registered statement, see `core.statements`), then the events with their ids, chain positions
-and seals (see `core.log.tail`). The shell executes `statements()` in order inside one
-`BEGIN IMMEDIATE` transaction and checks that every guarded write changed exactly one row (the
-compare-and-swap); nothing in a plan is decided by the shell.
+"""What a decision returns: a replay of a recorded answer, or a complete plan of writes, which the
+shell executes in one transaction without deciding anything itself.
 """
 
 from __future__ import annotations
@@ -36,10 +31,8 @@ class WritePlan(Generic[R]):
     tail: LogTail | None
 
     def numbered(self, event_ids: Sequence[int]) -> WritePlan[R]:
-        """The plan with its events at `event_ids`, in order: for a store that hands ids out
-        after the decision (PostgreSQL's sequence): their seals cover everything but the id. A
-        decision whose writes or answer name the next id itself (an archive) is made on a tail
-        whose `next_event_id` is the store's, and is not renumbered."""
+        """The plan with its events at `event_ids`, for a store that hands ids out after the
+        decision: their seals cover everything but the id."""
         if len(event_ids) != len(self.events):
             raise ValueError(f"{len(self.events)} events, {len(event_ids)} ids")
         events = tuple(
@@ -48,8 +41,7 @@ class WritePlan(Generic[R]):
         return attrs.evolve(self, events=events)
 
     def statements(self) -> list[SqlWrite]:
-        """Every statement, in the order the shell executes them: writes, then each event's
-        row and seal."""
+        """Every statement in the order the shell executes them: writes, then the events."""
         statements = list(self.writes)
         for event in self.events:
             statements.extend(event.writes())
@@ -80,11 +72,8 @@ Decision: TypeAlias = WritePlan[R] | Replay[R]
 
 
 def request_digest(operation: str, subject: str | None, request: JsonValue) -> str:
-    """What an idempotency key is bound to: the operation, its subject and the exact request.
-
-    `request` is the `public()` form of a request record, every part of which its field checks
-    passed (`from_mapping`), so it is encoded without being walked again; the digest is the
-    same `sha256_hex` of the same document."""
+    """What an idempotency key is bound to: the operation, its subject and the exact request
+    (a checked record's `public()` form, so it is encoded without being walked again)."""
     document = {"operation": operation, "subject": subject, "request": request}
     return sha256_of_canonical(encode_checked(document))
 
@@ -97,10 +86,7 @@ def replay_or_conflict(
     error: type[LedgerError] = LedgerError,
 ) -> Replay[R] | None:
     """Stripe's rule: same key and request replays the recorded answer; a different request is
-    a conflict. Checked before anything else, since the subject has moved on since.
-
-    The stored answer is one the same decision built (`stored_answer`) for the same request
-    (the digest says so), so it has `shape` again once `idempotent` is back."""
+    a conflict. Checked before anything else, since the subject has moved on since."""
     if prior is None:
         return None
     if prior.request_sha256 != digest:
@@ -113,10 +99,8 @@ def replay_or_conflict(
 
 
 def stored_answer(answer: Mapping[str, object]) -> str:
-    """The canonical JSON of an answer as the idempotency ledger records it: never whether
-    it is a replay (a replay says so itself), nor a lease token (shown once; the ledger keeps
-    only its sha256). The answer was built by a decision from checked parts, so it is encoded
-    without another walk."""
+    """The canonical JSON of an answer as the idempotency ledger records it: never whether it
+    is a replay, nor a lease token (shown once; the ledger keeps only its sha256)."""
     kept = dict(answer)
     kept.pop("idempotent", None)
     kept.pop("lease_token", None)

@@ -1,10 +1,6 @@
-"""Restoring an archive: the tasks an archive removed, put back as they were.
-
-`decide_restore` plans the inserts of every archived row and event with its original id and
-seal, and one ledger-level `TASKS_RESTORED` event recording what came back. The restored events
-kept their Merkle leaves (an archive never removes them), so the tree gains only that event's.
-It puts back all of an archive or nothing: refused when the file is not the one archived, was
-restored already, would collide with rows written since, or keeps only its rows' digests.
+"""Restoring an archive: every row and event it removed, put back with its original id and seal,
+all or nothing, and one `TASKS_RESTORED` event recording what came back. The restored events
+kept their Merkle leaves (an archive never removes them).
 """
 
 from __future__ import annotations
@@ -51,7 +47,7 @@ from aios_ledger.core.log.rows import (
 from aios_ledger.core.log.tables import SealedTable, SealedTables
 from aios_ledger.core.log.tail import EventAppend, LogTail
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.core.structuring import structure, unstructure
+from aios_ledger.core.structuring import Structured
 from aios_ledger.core.timestamps import Timestamp, require_timestamp
 
 RESTORE_OPERATION = "restore_archive"
@@ -93,19 +89,14 @@ _TAKEN_ORDER = (RESTORE_TASK_EXISTS, RESTORE_SEQ_TAKEN, RESTORE_ROW_EXISTS)
 
 
 @attrs.frozen
-class RestoreRequest:
+class RestoreRequest(Structured):
     """Restore the archive file whose bytes hash to `archive_sha256` (the shell hashed it),
     idempotent by `idempotency_key` when one is given."""
 
+    WHAT = "archive restore"
+
     archive_sha256: PrefixedDigest
     idempotency_key: Identifier | None = None
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> RestoreRequest:
-        return structure(raw, cls, what="archive restore")
-
-    def public(self) -> JsonObject:
-        return unstructure(self)
 
 
 @attrs.frozen
@@ -120,10 +111,9 @@ class RowToRestore:
 
 @attrs.frozen
 class RestoreState:
-    """What the shell read under the write lock: the sealed TASKS_ARCHIVED event that recorded
-    the file's digest (None: none did) and its chains, the listings it still holds, the rows to
-    restore that are taken now (`(table, key, 'key' or 'seq')`), the answer recorded under the
-    request's key, and the ledger chain's tail."""
+    """What the shell read under the write lock: the TASKS_ARCHIVED event that recorded the
+    file's digest (None: none did) and its chains, the listings it still holds, the rows to
+    restore that are taken now (`(table, key, 'key' or 'seq')`), and the recorded answer."""
 
     archive_event_id: int | None
     recorded: Mapping[str, ArchivedChainEnd]
@@ -170,8 +160,7 @@ def decide_restore(
     now: Timestamp,
     actor: Actor,
 ) -> Decision[RestoreAnswer]:
-    """The inserts, the listing deletes and the sealed TASKS_RESTORED event, or a refusal
-    (`tables`: every sealed table, by name, whose later defaults an older archive's rows lack)."""
+    """The inserts, the listing deletes and the sealed TASKS_RESTORED event, or a refusal."""
     require_timestamp(now)
     digest = request_digest(RESTORE_OPERATION, request.archive_sha256, request.public())
     replay = replay_or_conflict(state.prior, digest, RestoreAnswer)
@@ -258,8 +247,7 @@ def _events_of(task: ArchivedTask) -> tuple[RestoredEvent, ...]:
 
 
 def _check_recorded(state: RestoreState, archive_event_id: int, contents: ArchiveContents) -> None:
-    """The file's chains are those the archive event recorded, ending where it says, and each
-    is still listed as archived under it."""
+    """The file's chains are those the archive event recorded, and each is still listed."""
     ends = chain_ends(contents)
     if ends != dict(state.recorded):
         raise LedgerError(
@@ -299,8 +287,8 @@ def _check_untaken(taken: frozenset[tuple[str, str, str]]) -> None:
 def _task_writes(
     task: ArchivedTask, events: tuple[RestoredEvent, ...], tables: SealedTables
 ) -> list[SqlWrite]:
-    """The task's row, its events with their seals and sealed rows, its other rows, then its
-    listings (which the trigger lets go once their events are back with their seals)."""
+    """The task's row, its events with their seals, its other rows, then its listings' deletes
+    (which the trigger lets go once their events are back)."""
     assert task.row is not None  # _events_of required it
     writes = [_row_write(tables[TASKS], tables[TASKS].with_later_defaults(task.row))]
     for event, seal, rows in events:
@@ -318,8 +306,7 @@ def _task_writes(
 
 
 def _run_row(row: Mapping[str, Any], task: ArchivedTask) -> Mapping[str, Any]:
-    """An attempt run with the count of its archived events and, when it held any, the time of
-    its last (each append moved both)."""
+    """An attempt run with the count of its archived events and the time of its last."""
     run_id = row.get("run_id")
     events = [event for event in task.rows.get(RUN_EVENTS, ()) if event.get("run_id") == run_id]
     last = max(events, key=lambda event: event.get("seq") or 0) if events else row
@@ -329,9 +316,8 @@ def _run_row(row: Mapping[str, Any], task: ArchivedTask) -> Mapping[str, Any]:
 
 
 def _row_write(table: SealedTable, row: Mapping[str, Any]) -> SqlWrite:
-    """The insert that puts `row` back: exactly its statement's columns, each a value a plan
-    writes (text, an integer, a real such as a scan's seconds, or NULL). A two-column key's
-    joined text, which the archive keeps beside its columns, is not one."""
+    """The insert that puts `row` back: exactly its statement's columns (a two-column key's
+    joined text is not one), each a value a plan writes."""
     statement = RESTORED_TABLES[table.name]
     if table.key_name is not None:
         row = {name: value for name, value in row.items() if name != table.key_name}

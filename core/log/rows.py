@@ -1,17 +1,13 @@
 """The rows a sealed event proves: the state tables, and the digest of a row as it was written.
 
-A transition that writes a row of a state table hands the row, as it stands after the write, to
-its event, whose seal covers the row's digest; `verification` holds each current row against
-the last seal that wrote it. The digest is over every field of the row's record. Rows sealed
-before a column existed still verify: a later column is left out of the digest while it holds
-the value its migration gave it (`LATER_COLUMNS`, `LATER_NULL_COLUMNS`,
-`SealedTable.later_defaults`). A whole-second timestamp digests in its whole-second spelling
+A later column is left out of the digest while it holds the value its migration gave it, so rows
+sealed before it still verify; a whole-second timestamp digests in its whole-second spelling
 (`…:05Z`), because older seals, append-only, were taken over that spelling.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii as _ascii
 from typing import cast
@@ -63,19 +59,36 @@ class RowImage:
 def row_digest(
     table: str, key: str, columns: Mapping[str, object], *, without: frozenset[str] = frozenset()
 ) -> str | None:
-    """`digest_json(ROW_SCHEMA, {table, key, columns})` over every column of the row, or None
-    when a stored value is one no plan writes (a blob, a NaN): such a row matches no seal.
-    A flat row of text, integers and NULL is written out column by column, which is faster
-    than walking it as an untrusted value; any other takes the checked path (tests hold the
-    two equal)."""
+    """`digest_json(ROW_SCHEMA, {table, key, columns})`, or None when a stored value is one no
+    plan writes (a blob, a NaN). A flat row is written out column by column, which is faster
+    than walking it as an untrusted value (tests hold the two equal)."""
     if type(table) is not str or type(key) is not str:
         return _checked_row_digest(table, key, columns, without)
-    values = tuple(columns.values())
+    layout = _layout(tuple(columns), without)
+    written = _flat_object(layout, tuple(columns.values()), respell=True)
+    if written is None:
+        return _checked_row_digest(table, key, columns, without)
+    document = '{"columns":' + written + ',"key":' + _ascii(key) + ',"table":' + _ascii(table)
+    return digest_bytes(ROW_SCHEMA, (document + "}").encode("ascii"))
+
+
+def _flat_object(
+    layout: Sequence[tuple[str, int, bool]],
+    values: Sequence[object],
+    before: Sequence[object] | None = None,
+    *,
+    respell: bool = False,
+) -> str | None:
+    """The canonical JSON text of the columns in `layout` (those that differ from `before`,
+    when given), written out column by column; None when a value is not text, an integer or
+    NULL. `respell`: timestamps in their digest spelling."""
     parts = []
-    for prefix, index, is_timestamp in _layout(tuple(columns), without):
+    for prefix, index, timestamp in layout:
         value = values[index]
+        if before is not None and before[index] == value:
+            continue
         if isinstance(value, str):  # a status is a StrEnum member: its text, as json writes it
-            if is_timestamp:
+            if respell and timestamp:
                 value = digest_spelling(value)
             parts.append(prefix + _ascii(value))
         elif value is None:
@@ -83,10 +96,8 @@ def row_digest(
         elif type(value) is int:
             parts.append(prefix + int.__repr__(value))
         else:
-            return _checked_row_digest(table, key, columns, without)
-    document = '{"columns":{' + ",".join(parts) + '},"key":' + _ascii(key)
-    document += ',"table":' + _ascii(table) + "}"
-    return digest_bytes(ROW_SCHEMA, document.encode("ascii"))
+            return None
+    return "{" + ",".join(parts) + "}"
 
 
 def digest_spelling(text: str) -> str:
@@ -100,8 +111,7 @@ def digest_spelling(text: str) -> str:
 @lru_cache(maxsize=64)
 def _layout(names: tuple[str, ...], without: frozenset[str]) -> tuple[tuple[str, int, bool], ...]:
     """Each column's `"name":` text, its place among the row's values and whether it holds a
-    timestamp, in key order (a table's rows all have the same columns, so this is worked out
-    once per table)."""
+    timestamp, in key order: worked out once per table."""
     return tuple(
         (_ascii(name) + ":", names.index(name), name in TIMESTAMP_COLUMNS)
         for name in sorted(names)
@@ -152,9 +162,8 @@ ROW_CHAIN_SCHEMA = "aios.row_chain.v1"
 
 @attrs.frozen
 class RowWrite:
-    """A row a transition wrote, as it was (`before`, None when the transition inserted it)
-    and as it is (`after`), its values in the order of `names`: its event's seal covers the
-    `changes` (every column when `full`, else those the transition changed)."""
+    """A row a transition wrote, as it was (`before`, None when inserted) and as it is
+    (`after`), its values in the order of `names`."""
 
     table: str
     key: str
@@ -164,24 +173,11 @@ class RowWrite:
 
     def changes(self, *, full: bool) -> str:
         """The changed columns (all of them when `full` or the row is new) as canonical JSON
-        text, values exactly as written (`row_digest` respells a timestamp when the verifier
-        digests the folded row); `changes_text` gives the same text (tests hold them equal)."""
-        before, after = self.before, self.after
-        whole = full or before is None
-        parts = []
-        for index, prefix in _sorted_columns(self.names):
-            value = after[index]
-            if not whole and before is not None and before[index] == value:
-                continue  # text, integers and NULL (a status: a StrEnum equal to its text)
-            if isinstance(value, str):
-                parts.append(prefix + _ascii(value))
-            elif value is None:
-                parts.append(prefix + "null")
-            elif type(value) is int:
-                parts.append(prefix + int.__repr__(value))
-            else:
-                return changes_text(self._changed(whole))
-        return "{" + ",".join(parts) + "}"
+        text, values as written; `changes_text` gives the same text (tests hold them equal)."""
+        whole = full or self.before is None
+        before = None if whole else self.before
+        written = _flat_object(_layout(self.names, frozenset()), self.after, before)
+        return changes_text(self._changed(whole)) if written is None else written
 
     def _changed(self, whole: bool) -> dict[str, object]:
         before = self.before
@@ -192,34 +188,16 @@ class RowWrite:
         }
 
 
-@lru_cache(maxsize=64)
-def _sorted_columns(names: tuple[str, ...]) -> tuple[tuple[int, str], ...]:
-    """Each column's place among the record's values and its `"name":` text, in key order."""
-    return tuple((names.index(name), _ascii(name) + ":") for name in sorted(names))
-
-
 def changes_text(columns: Mapping[str, object]) -> str:
-    """Canonical JSON of a flat object of text, integer and NULL values (keys sorted, compact,
-    ASCII-escaped), written out column by column as `row_digest` writes its rows; any other
-    value takes the checked path (`canonical_json` refuses what is not JSON)."""
-    parts = []
-    for name in sorted(columns):
-        value = columns[name]
-        if isinstance(value, str):
-            parts.append(_ascii(name) + ":" + _ascii(value))
-        elif value is None:
-            parts.append(_ascii(name) + ":null")
-        elif type(value) is int:
-            parts.append(_ascii(name) + ":" + int.__repr__(value))
-        else:
-            return canonical_json(cast(JsonObject, dict(columns)))
-    return "{" + ",".join(parts) + "}"
+    """Canonical JSON of a flat object, written out column by column as `row_digest` writes its
+    rows; any other value takes the checked path."""
+    written = _flat_object(_layout(tuple(columns), frozenset()), tuple(columns.values()))
+    return canonical_json(cast(JsonObject, dict(columns))) if written is None else written
 
 
 def chained_row_digest(previous: str | None, table: str, key: str, changes: str) -> str:
-    """The digest a seal covers for the chain's task row: over the chain's previous one
-    (None before the first, which holds every column) and the row's `changes` text, so that
-    each link commits to the whole history of the row without digesting the whole row."""
+    """The digest a seal covers for the chain's task row, over the chain's previous one and the
+    row's `changes`: each link commits to the row's whole history without digesting the row."""
     text = ",".join(
         ("null" if previous is None else _ascii(previous), _ascii(table), _ascii(key), changes)
     )

@@ -1,17 +1,8 @@
-"""Seals that make the event log tamper-evident.
-
-Each event is sealed with a digest over its own content, its actor and the seal before it in its
-chain (one chain per task, and one for ledger-level events), so an edit shows unless the rest of
-the chain is re-sealed too. The seal (`aios.event_seal.v5`) also covers the state rows its
-transition wrote (`core.log.rows`), so the current rows are provable from the log: the images
-of the other rows, and of the chain's own task row the columns the transition changed and a
-digest chained over them (`core.log.rows.chained_row_digest`). It covers the event's place in
-its chain but not its global id, so that an engine may number events after sealing them and
-writers of different chains need not wait for each other (the head still proves the order).
-An event sealed when an older runtime's log was adopted gets a seal over no rows.
-
-It is the one format a 1.0 ledger holds: `upgrade` seals a 0.x ledger's log again in it, after
-verifying the older formats (`core.log.legacy_seals`).
+"""Seals that make the event log tamper-evident: a digest over the event's content, its actor,
+the seal before it in its chain (one per task, one for the ledger) and the state rows its
+transition wrote, so an edit shows unless the rest of the chain is re-sealed too. A seal covers
+the event's place in its chain but not its global id, so that an engine may number events after
+sealing them and writers of different chains need not wait for each other.
 """
 
 from __future__ import annotations
@@ -37,9 +28,8 @@ def chain_of(task_id: str | None) -> str:
 
 @attrs.frozen
 class ChainTip:
-    """The last seal of a chain, which the next event's seal builds on: three columns of the
-    chain's last `SealRow`, as `chain_tip` reads them (an empty chain's tip is
-    `empty_chain_tip`: position 0, the genesis seal)."""
+    """The last seal of a chain, which the next event's seal builds on (an empty chain's is at
+    position 0, the genesis seal)."""
 
     chain: str
     chain_seq: int
@@ -54,8 +44,8 @@ def empty_chain_tip(chain: str) -> ChainTip:
 
 @attrs.frozen
 class ChainedRow:
-    """What a v5 (or v4) seal covers of the chain's task row: the columns its transition changed
-    (None: it wrote no task row) and the chain's chained row digest after it."""
+    """What a seal covers of the chain's task row: the columns its transition changed (None: it
+    wrote no task row) and the chain's chained row digest after it."""
 
     changes: str | None
     digest: str | None
@@ -92,9 +82,8 @@ def seal_of(
     *,
     chained: ChainedRow | None = None,
 ) -> str:
-    """The seal of `event` at `chain_seq` of its chain, built on `prev_seal`: a digest over its
-    content, its chain and its place there (not its `event_id`), the state rows its transition
-    wrote and, as `chained`, the chain's task row. Checks every field as untrusted JSON."""
+    """The seal of `event` at `chain_seq` of its chain, built on `prev_seal`, over `rows` and the
+    `chained` task row; checks every field as untrusted JSON."""
     document = seal_document(event, chain_seq, prev_seal, chained)
     document["rows"] = [cast(JsonObject, image.public()) for image in rows]
     return digest_json(SEAL_SCHEMA, document)
@@ -108,9 +97,8 @@ def seal_to_store(
     *,
     chained: ChainedRow | None = None,
 ) -> str:
-    """The seal written beside an event: `seal_of_stored` when every field is plainly typed
-    (exact ASCII text or None, exact ints), as in every event the core plans; any other row (an
-    adopted one, say) is checked as untrusted JSON by `seal_of`. Both give the same seal."""
+    """The seal written beside an event: `seal_of_stored` when every field is plainly typed, as
+    in every event the core plans, else `seal_of` (an adopted row's). Both give the same seal."""
     if _plainly_typed(event, chain_seq, prev_seal, rows, chained):
         return seal_of_stored(event, chain_seq, prev_seal, rows, chained=chained)
     return seal_of(event, chain_seq, prev_seal, rows, chained=chained)
@@ -151,55 +139,24 @@ def seal_of_stored(
     *,
     chained: ChainedRow | None = None,
 ) -> str:
-    """`seal_of` for fields whose types the caller has already checked (text or None, and an
-    int chain_seq): the same canonical JSON (sorted keys, compact, ASCII-escaped by the json
-    module's own encoder), written out field by field instead of walking an untrusted value,
-    which was most of the verifier's time. Tests hold it equal to `seal_of`."""
-    task = event.task_id
-    agent = event.agent_id
-    changes = digest = None
-    if chained is not None:
-        changes, digest = chained.changes, chained.digest
-    text = "".join(
-        (
-            "{" if event.actor is None else '{"actor":' + _ascii(event.actor) + ",",
-            '"agent_id":',
-            "null" if agent is None else _ascii(agent),
-            ',"chain":',
-            _ascii(chain_of(task)),
-            ',"chain_seq":',
-            int.__repr__(chain_seq),
-            ',"chained_row_digest":',
-            "null" if digest is None else _ascii(digest),
-            ',"created_at":',
-            _ascii(event.created_at),
-            ',"event_type":',
-            _ascii(event.event_type),
-            ',"payload_json":',
-            _ascii(event.payload_json),
-            ',"prev_seal":',
-            _ascii(prev_seal),
-            ',"row_changes":',
-            "null" if changes is None else _ascii(changes),
-            ',"rows":[',
-            ",".join(map(_row_text, rows)),
-            '],"task_id":',
-            "null" if task is None else _ascii(task),
-            "}",
-        )
+    """`seal_of` for fields whose types the caller has checked: the same canonical JSON written
+    out field by field, because walking an untrusted value was most of the verifier's time."""
+    changes, digest = (None, None) if chained is None else (chained.changes, chained.digest)
+    rows_text = ",".join(
+        f'{{"digest":{_ascii(row.digest)},"key":{_ascii(row.key)},"table":{_ascii(row.table)}}}'
+        for row in rows
+    )
+    text = (
+        ("{" if event.actor is None else f'{{"actor":{_ascii(event.actor)},')
+        + f'"agent_id":{_nullable(event.agent_id)},"chain":{_ascii(chain_of(event.task_id))}'
+        + f',"chain_seq":{int.__repr__(chain_seq)},"chained_row_digest":{_nullable(digest)}'
+        + f',"created_at":{_ascii(event.created_at)},"event_type":{_ascii(event.event_type)}'
+        + f',"payload_json":{_ascii(event.payload_json)},"prev_seal":{_ascii(prev_seal)}'
+        + f',"row_changes":{_nullable(changes)},"rows":[{rows_text}]'
+        + f',"task_id":{_nullable(event.task_id)}}}'
     )
     return digest_bytes(SEAL_SCHEMA, text.encode("ascii"))
 
 
-def _row_text(image: RowImage) -> str:
-    return "".join(
-        (
-            '{"digest":',
-            _ascii(image.digest),
-            ',"key":',
-            _ascii(image.key),
-            ',"table":',
-            _ascii(image.table),
-            "}",
-        )
-    )
+def _nullable(text: str | None) -> str:
+    return "null" if text is None else _ascii(text)

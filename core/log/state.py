@@ -1,8 +1,5 @@
-"""The current state rows as the verifier holds them against their seals.
-
-`core.log.rows` says how a row is digested; here a row of a sealed table (`tables.SealedTable`,
-which ties the table to its row record) read back from the database is digested over the same
-columns, by name, that its decision digested when it wrote it.
+"""The current state rows as the verifier holds them against their seals: a stored row digested
+over the same columns, by name, that its decision digested when it wrote it.
 """
 
 from __future__ import annotations
@@ -19,10 +16,9 @@ from aios_ledger.core.records import record_columns
 def stored_row_state(
     table: SealedTable, row: Mapping[str, Any], sealed_digest: str | None = None
 ) -> tuple[str, str | None]:
-    """The key and digest of a stored row of `table` (None: it holds what no plan writes), to
-    hold against `sealed_digest`, the digest its last seal took: over every column, or, for a
-    seal taken before some later columns existed, over the others, when that matches. A later
-    column is left out only while it holds the value its migration gave (NULL, its default)."""
+    """The key and digest of a stored row of `table` (None: it holds what no plan writes): over
+    every column, or, when that matches `sealed_digest`, without later columns that still hold
+    the value their migration gave."""
     key = str(row[table.key])
     row = table.with_later_defaults(row)
     columns = {name: row[name] for name in record_columns(table.record)}
@@ -60,8 +56,7 @@ def _same(value: object, default: object) -> bool:
 
 
 def state_row_columns(table: SealedTable, row: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored row of `table` as an archive keeps it: the columns its record digests, by
-    name, and its key column (a two-column key's joined text) when that is not one of them."""
+    """A stored row of `table` as an archive keeps it: its record's columns and its key."""
     columns = {name: row[name] for name in record_columns(table.record)}
     columns.setdefault(table.key, row[table.key])
     return columns
@@ -71,8 +66,7 @@ def held_row_problem(
     tables: SealedTables, name: str, key: str, digest: str | None, columns: object
 ) -> str | None:
     """What is wrong with a row an archive's state line carries (None: nothing): it must hold
-    exactly its table's columns, its key column must be its key, and digested as `verify`
-    digests a stored row it must give the line's digest, which is held against its seal."""
+    exactly its table's columns and give the line's key and digest."""
     table = tables.get(name)
     if table is None:
         return f"{name!r} is no state table"

@@ -1,10 +1,5 @@
-"""The catalogue of tables: what the log and the rendered per-table statements know of each.
-
-A domain declares its tables (`Table`, `SealedTable`, in its `tables` module); the composition
-above every domain (`core.sealed_tables`) gathers them once, the log's own among them. The shell
-renders each table's mechanical statements from them (`shell/db/table_statements.py`) and hands
-the sealed ones to the log's verify, export and restore code, which knows no domain itself.
-Columns are in the schema's order (a test holds them to both engines' schemas).
+"""The catalogue of tables: each domain declares its own, so that the log's verify, export and
+restore code, and the shell's rendered per-table statements, know no domain themselves.
 """
 
 from __future__ import annotations
@@ -13,7 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import TypeAlias
 
 import attrs
-from aios_ledger.core.log.records import EventRow
+from aios_ledger.core.log.archived import ArchivedEventRow
+from aios_ledger.core.log.records import EventRow, SealedRow, SealRow
 from aios_ledger.core.records import record_columns
 
 
@@ -44,12 +40,10 @@ class Table:
 class SealedTable:
     """A state table whose rows only plans with a sealed event write.
 
-    `record` is the row record whose fields are the digested columns, `key` the column its rows
-    are sealed under (for a key of two columns, the text selected beside them). `later_defaults`
-    are columns a migration added with a default that rows from before it hold: a seal taken
-    before them is held against the row without each one that still holds its default.
-    `unsealed_writer` tells, for a table sealed only since issue 26, the events that wrote its
-    rows before their seals did. The other fields shape its rendered statements."""
+    `record`'s fields are the digested columns, `key` the column its rows are sealed under.
+    `later_defaults`: columns a migration added with a default, left out of an older seal's
+    digest while they hold it. `unsealed_writer`: the events that wrote its rows before they
+    were sealed. The other fields shape its rendered statements."""
 
     name: str
     key: str
@@ -107,34 +101,22 @@ class SealedTable:
 # Every sealed table by name, as `core.sealed_tables.SEALED_TABLES` assembles them.
 SealedTables: TypeAlias = Mapping[str, SealedTable]
 
-# The log's own tables: its events and their seals, and the Merkle log of them.
+# The log's own tables: its events and their seals (their records' fields are their columns),
+# and the Merkle log of them.
 EVENT_TABLES = (
     Table(
-        "events",
-        key_columns="event_id",
-        columns="event_id task_id agent_id event_type payload_json created_at actor",
-        insert="insert_event",
+        "events", key_columns="event_id", columns=record_columns(EventRow), insert="insert_event"
     ),
     Table(
-        "event_seals",
-        key_columns="event_id",
-        columns=(
-            "event_id chain chain_seq prev_seal seal sealed_at_adoption seal_version "
-            "row_changes chained_row_digest"
-        ),
-        insert="insert_seal",
+        "event_seals", key_columns="event_id", columns=record_columns(SealRow), insert="insert_seal"
     ),
     Table(
         "event_seal_rows",
         key_columns="event_id position",
-        columns="event_id position row_table row_key row_digest",
+        columns=record_columns(SealedRow),
         insert="insert_sealed_row",
     ),
-    Table(
-        "archived_events",
-        key_columns="event_id",
-        columns="event_id archive_event_id chain seal",
-    ),
+    Table("archived_events", key_columns="event_id", columns=record_columns(ArchivedEventRow)),
 )
 MERKLE_TABLES = (
     Table(

@@ -1,15 +1,5 @@
-"""The end of the event log a decision appends to, and sealing events onto it.
-
-A decision reads the tail of the log (the next event id, the tip of each chain it extends) like
-any other row, and seals its events onto it here in the core, so that a plan holds every event's
-id, place and seal and the shell only inserts them. The tail a plan leaves behind is where the
-next decision in the same transaction starts.
-
-Every event gets a v5 seal (`core.log.seals`): it does not cover the event's id, so that an
-engine may number a plan's events after the decision (PostgreSQL's writers draw ids from a
-sequence then, so that writers of different tasks never wait for one another), and it covers
-the task row's changed columns and a chained digest of the row (`ChainTip.chained_row_digest`)
-rather than its whole image. Events sealed at adoption get v5 seals over no rows.
+"""The end of the event log a decision appends to, and sealing events onto it in the core, so
+that a plan holds every event's id, place and seal and the shell only inserts them.
 """
 
 from __future__ import annotations
@@ -60,9 +50,8 @@ class EventAppend:
             raise ValueError("an event's written row is its own task's")
 
     def payload_json(self) -> str:
-        """Checked, then encoded: payloads come from every part of the core (tasks, runs,
-        auxiliary runs, projections), and a key that is not text must stay a refusal rather
-        than be turned into text by the encoder."""
+        """Checked, then encoded: a key that is not text must stay a refusal rather than be
+        turned into text by the encoder."""
         return canonical_json(self.payload)
 
 
@@ -91,19 +80,20 @@ class AppendedEvent:
 
 @attrs.frozen
 class LogTail:
-    """The next event id and the tip of every chain a decision may extend. `next_event_id` is
-    the id the store hands out next where it numbers events before the decision (SQLite), and
-    only orders a plan's events within the transaction where it numbers them after (PostgreSQL):
-    the seals do not cover it either way."""
+    """The next event id and the tip of every chain a decision may extend (where the store
+    numbers events after the decision, `next_event_id` only orders a plan's events)."""
 
     next_event_id: int
     tips: Mapping[str, ChainTip]
 
     @classmethod
     def read(cls, next_event_id: int, chains: Iterable[str], found: Iterable[ChainTip]) -> LogTail:
-        """The tail from what the shell read: `found` holds the tip rows there were; every
-        other chain of `chains` is still empty."""
-        return cls(next_event_id, _known({}, chains, found))
+        """The tail from the tip rows the shell `found`; every other chain of `chains` is empty."""
+        tips = {tip.chain: tip for tip in found}
+        for chain in chains:
+            if chain not in tips:
+                tips[chain] = empty_chain_tip(chain)
+        return cls(next_event_id, tips)
 
     def append(self, events: Sequence[EventAppend]) -> tuple[tuple[AppendedEvent, ...], LogTail]:
         """`events` sealed in order at the end of their chains, and the tail after them."""
@@ -126,24 +116,10 @@ class LogTail:
         return tuple(appended), LogTail(event_id, tips)
 
     def seal_in_place(self, events: Sequence[EventRow]) -> tuple[tuple[SqlWrite, ...], LogTail]:
-        """Seals for events already stored unsealed (the older runtime's, at adoption), in
-        event order, at the end of their chains; their ids and content stay as they are. They
-        wrote no rows the ledger knows, so their seals cover none."""
+        """Seals, over no rows, for events the older runtime stored unsealed (at adoption)."""
         tips = dict(self.tips)
         writes = tuple(_sealed(tips, event, (), adoption=True).insert() for event in events)
         return writes, LogTail(self.next_event_id, tips)
-
-
-def _known(
-    tips: dict[str, ChainTip], chains: Iterable[str], found: Iterable[ChainTip]
-) -> dict[str, ChainTip]:
-    """`tips` with the tip rows `found`, and every other chain of `chains` empty."""
-    for tip in found:
-        tips[tip.chain] = tip
-    for chain in chains:
-        if chain not in tips:
-            tips[chain] = empty_chain_tip(chain)
-    return tips
 
 
 def _sealed(
@@ -154,9 +130,8 @@ def _sealed(
     adoption: bool = False,
     written: RowWrite | None = None,
 ) -> SealRow:
-    """The v5 seal row of `event` on its chain's tip in `tips`, which moves on to it, over
-    `rows` and what changed of the `written` task row. An adopted row may hold what no plan
-    writes (its types are checked by `seal_to_store`)."""
+    """The seal row of `event` on its chain's tip in `tips`, which moves on to it, over `rows`
+    and what changed of the `written` task row."""
     chain = chain_of(event.task_id)
     tip = tips.get(chain)
     if tip is None:
@@ -181,10 +156,9 @@ def _sealed(
 
 
 def _chained(previous: str | None, written: RowWrite | None) -> ChainedRow:
-    """The chained row of a seal after the chain's `previous` digest: the tip's digest carried
-    on when the event wrote no task row; else the row's changes (every column when the chain
-    has no digest yet: before its first such write, the row's columns are no seal's) and the
-    digest over them."""
+    """The chained row of a seal after the chain's `previous` digest: carried on when the event
+    wrote no task row; else the row's changes (every column before the chain's first digest)
+    and the digest over them."""
     if written is None:
         return ChainedRow(None, previous)
     changes = written.changes(full=previous is None)

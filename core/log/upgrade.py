@@ -1,18 +1,13 @@
-"""A 0.x ledger's log sealed again in the one format 1.0 writes (`aios-ledger upgrade`).
-
-Every event keeps its content, its chain and its place there; its seal becomes the v5 seal of
-that content over the v5 seal before it in its chain. What the old seal covered of the state
-rows stays covered: a v4 seal's chained task row and images as they are, a v2 or v3 seal's
-images (its task row's among them) with no chained task row, which ends the chained digest as
-such a seal did, and none for a v1 seal. The old log's Merkle tree and what was signed of it
-are recorded in a `LEDGER_UPGRADED` event appended after it, so that a checkpoint or
-cosignature a witness made of the 0.x tree stays checkable against that record.
+"""A 0.x ledger's log sealed again in the one format 1.0 writes (`aios-ledger upgrade`). The old
+Merkle tree and what was signed of it are recorded in a `LEDGER_UPGRADED` event, so that a
+witness's cosignature of the 0.x tree stays checkable against that record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
+import attrs
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
 from aios_ledger.core.log.plan import WritePlan, sealed_plan
@@ -26,26 +21,15 @@ LEDGER_UPGRADED = "LEDGER_UPGRADED"
 
 
 def resealed(log: Iterable[tuple[EventRow, SealRow, Sequence[RowImage]]]) -> Iterator[SealRow]:
-    """Each event's seal row sealed again as v5, fed and given in event id order (a verified
-    log's order along every chain): the same chain, place, rows and chained task row (a v4
-    seal's; none for another), and each chain's seals built on its new ones."""
+    """Each event's seal row sealed again as v5, in event id order: the same chain, place, rows
+    and chained task row, built on the chain's new seals."""
     tips: dict[str, str] = {}
     for event, seal, rows in log:
         chained = ChainedRow(seal.row_changes, seal.chained_row_digest)
         prev_seal = tips.get(seal.chain, GENESIS_SEAL)
         new = seal_to_store(event, seal.chain_seq, prev_seal, rows, chained=chained)
         tips[seal.chain] = new
-        yield SealRow(
-            event.event_id,
-            seal.chain,
-            seal.chain_seq,
-            prev_seal,
-            new,
-            seal.sealed_at_adoption,
-            SEAL_VERSION_5,
-            chained.changes,
-            chained.digest,
-        )
+        yield attrs.evolve(seal, prev_seal=prev_seal, seal=new, seal_version=SEAL_VERSION_5)
 
 
 def decide_upgraded(

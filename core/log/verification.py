@@ -1,11 +1,6 @@
-"""Verifying the sealed event log, one row at a time, without I/O.
-
-`LogVerifier` is fed the log in `event_id` order: each event (or None when only its seal is
-left), its seal, and the seal before it in its chain, which the feeder looks up, so that memory
-does not grow with the number of tasks. Then the feeder holds every current state row against
-the last seal that wrote it (`check_row`, `check_row_gone`). Findings have stable codes
-(`FINDING_CODES`). The head, a digest rolling over every event's seal, lets a head kept outside
-the database show any later edit, even one that re-sealed its chain.
+"""Verifying the sealed event log, one row at a time, without I/O, so that memory does not grow
+with the log. The head, a digest rolling over every event's seal, lets a head kept outside the
+database show any later edit, even one that re-sealed its chain.
 """
 
 from __future__ import annotations
@@ -23,7 +18,7 @@ from aios_ledger.core.log.chained import ChainedRowFold
 from aios_ledger.core.log.records import SEAL_VERSION_5, EventRow, SealRow
 from aios_ledger.core.log.rows import TASKS, RowImage
 from aios_ledger.core.log.seals import GENESIS_SEAL, ChainedRow, chain_of, seal_of_stored
-from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.structuring import Structured, refuse_as, structure
 
 HEAD_SCHEMA = "aios.ledger_head.v1"
 EMPTY_HEAD_DIGEST = "sha256:" + hashlib.sha256(HEAD_SCHEMA.encode("ascii")).hexdigest()
@@ -137,7 +132,7 @@ Count = Annotated[int, Between(0, 2**63 - 1)]
 
 
 @attrs.frozen
-class LedgerHead:
+class LedgerHead(Structured):
     """How far the log went when the head was taken: its count, last event id and the rolling
     digest of every `(event_id, seal)` up to it."""
 
@@ -145,9 +140,6 @@ class LedgerHead:
     last_event_id: Count
     digest: Annotated[str, PrefixedDigest]
     schema: Annotated[str, OneOf((HEAD_SCHEMA,))] = HEAD_SCHEMA
-
-    def public(self) -> dict[str, Any]:
-        return unstructure(self)
 
     @classmethod
     def from_mapping(cls, raw: object) -> LedgerHead:
@@ -239,41 +231,21 @@ def _seal_well_formed(seal: SealRow, legacy: LegacyCheck | None) -> bool:
 
 
 def _rows_well_typed(rows: Sequence[RowImage]) -> bool:
-    return all(
-        isinstance(image.table, str)
-        and isinstance(image.key, str)
-        and isinstance(image.digest, str)
-        for image in rows
-    )
+    return all(isinstance(text, str) for row in rows for text in (row.table, row.key, row.digest))
 
 
 def seal_matches(
-    event: EventRow,
-    seal: SealRow,
-    rows: Sequence[RowImage] = (),
-    *,
-    at_event_id: int | None = None,
-    legacy: LegacyCheck | None = None,
-) -> bool:
-    """Does `seal` verify over `event`'s content (placed at `at_event_id`, default its own id)
-    and `rows`? A seal of another version than v5 only under `legacy`."""
-    if not _seal_well_formed(seal, legacy):
-        return False
-    at = event.event_id if at_event_id is None else at_event_id
-    return _verifies(event, seal, rows, at, legacy)
-
-
-def _verifies(
     event: EventRow,
     seal: SealRow,
     rows: Sequence[RowImage],
     event_id: int,
     legacy: LegacyCheck | None,
 ) -> bool:
-    """`seal_matches` for a seal already known to be well formed."""
-    if not _content_well_typed(event) or seal.chain != chain_of(event.task_id):
+    """Does `seal` verify over `event`'s content placed at `event_id`, and `rows`? A seal of
+    another version than v5 only under `legacy`."""
+    if not (_seal_well_formed(seal, legacy) and _content_well_typed(event)):
         return False
-    if not _rows_well_typed(rows):
+    if seal.chain != chain_of(event.task_id) or not _rows_well_typed(rows):
         return False
     if event_id != event.event_id:
         event = attrs.evolve(event, event_id=event_id)
@@ -290,12 +262,10 @@ def _verifies(
 class LogVerifier:
     """Feed `(event, seal, predecessor)` in strictly increasing event id; then `finish()`.
 
-    `dense_ids`: the store hands out event ids without gaps (SQLite AUTOINCREMENT, whose counter
-    rolls back with its transaction), so a missing id is a removed event. A gap next to an event
-    sealed at adoption is tolerated (counted): the older runtime's history may have had it.
+    `dense_ids`: the store hands out event ids without gaps, so a missing id is a removed event
+    (but next to an event sealed at adoption: the older runtime's history may have had it).
     `head`: a head taken earlier, checked when the stream passes its last event. `legacy`: how
-    a 0.x ledger's older seals are checked (`upgrade`'s first verify); without it only v5 seals
-    verify.
+    a 0.x ledger's older seals are checked (`upgrade`'s first verify).
     """
 
     def __init__(
@@ -328,10 +298,6 @@ class LogVerifier:
         )
         if head is not None and head.last_event_id == 0 and head.digest != EMPTY_HEAD_DIGEST:
             self._report(Finding(HEAD_MISMATCH, None, "an empty head with a non-empty digest"))
-
-    @property
-    def events(self) -> int:
-        return self._events
 
     def note(self, finding: Finding) -> None:
         """Add a finding the feeder made itself (an offline export's malformed line)."""
@@ -379,8 +345,8 @@ class LogVerifier:
                         EVENT_REMOVED,
                         event_id,
                         "the event row is gone; its seal is left",
-                        chain=_text_or_none(seal.chain),
-                        chain_seq=_int_or_none(seal.chain_seq),
+                        chain=seal.chain if isinstance(seal.chain, str) else None,
+                        chain_seq=seal.chain_seq if type(seal.chain_seq) is int else None,
                     )
                 )
             return
@@ -410,8 +376,17 @@ class LogVerifier:
             raise LedgerError(
                 "VERIFY_ORDER_INVALID", f"event {event_id} fed after event {self._last_id}"
             )
-        self._check_gap(event_id, adopted)
-        self._check_head_before(event_id)
+        if self._dense_ids and event_id != self._last_id + 1:
+            if adopted or self._last_adopted:  # the older runtime's history may have had it
+                self._tolerated_gaps += 1
+            else:
+                detail = "missing from the event id sequence"
+                self._missing_ids(self._last_id + 1, event_id - 1, detail)
+        head = self._head
+        if head is not None and not self._head_seen and event_id > head.last_event_id:
+            self._head_seen = True
+            detail = "the head's last event is gone from the log"
+            self._report(Finding(HEAD_MISMATCH, head.last_event_id, detail))
         self._last_id = event_id
         self._last_adopted = adopted
 
@@ -423,26 +398,6 @@ class LogVerifier:
         self._digest = roll_head(self._digest, event_id, seal if isinstance(seal, str) else None)
         self._archive.listed(event_id, chain, seal, archive_event_id)
         self._check_head_at(event_id)
-
-    def _check_gap(self, event_id: int, adopted: bool) -> None:
-        if not self._dense_ids or event_id == self._last_id + 1:
-            return
-        if adopted or self._last_adopted:
-            self._tolerated_gaps += 1
-            return
-        self._missing_ids(self._last_id + 1, event_id - 1, "missing from the event id sequence")
-
-    def _check_head_before(self, event_id: int) -> None:
-        head = self._head
-        if head is not None and not self._head_seen and event_id > head.last_event_id:
-            self._head_seen = True
-            self._report(
-                Finding(
-                    HEAD_MISMATCH,
-                    head.last_event_id,
-                    "the head's last event is gone from the log",
-                )
-            )
 
     def _check_head_at(self, event_id: int) -> None:
         head = self._head
@@ -488,7 +443,7 @@ class LogVerifier:
             if predecessor.event_id > event_id:
                 detail = f"its chain predecessor is the later event {predecessor.event_id}"
                 self._report_link(EVENT_REORDERED, event_id, seal, other, detail)
-        verifies = _verifies(event, seal, rows, event.event_id, self._legacy)
+        verifies = seal_matches(event, seal, rows, event_id, self._legacy)
         if not link_ok:
             detail = "its prev_seal is not the seal before it in its chain"
             if verifies and other is not None:
@@ -532,11 +487,7 @@ class LogVerifier:
         detail = "payload, type, timestamp, agent, task or sealed rows changed since it was sealed"
         if _content_well_typed(event) and seal.chain != chain_of(event.task_id):
             detail = f"its task no longer belongs to chain {seal.chain}"
-        self._report(
-            Finding(
-                CONTENT_CHANGED, event.event_id, detail, chain=seal.chain, chain_seq=seal.chain_seq
-            )
-        )
+        self._report_link(CONTENT_CHANGED, event.event_id, seal, None, detail)
 
     def check_row(
         self,
@@ -643,23 +594,12 @@ def _swapped(first: Sealed, second: Sealed, legacy: LegacyCheck | None) -> bool:
     a, a_seal, a_rows = first
     b, b_seal, b_rows = second
 
-    def matches(event: EventRow, seal: SealRow, rows: Sequence[RowImage], at: int) -> bool:
-        return seal_matches(event, seal, rows, at_event_id=at, legacy=legacy)
-
-    content_traded = matches(a, b_seal, a_rows, b.event_id) and matches(
-        b, a_seal, b_rows, a.event_id
+    # Content traded: each verifies at the other's place; seals traded: each at its own.
+    return any(
+        seal_matches(a, b_seal, a_rows, a_at, legacy)
+        and seal_matches(b, a_seal, b_rows, b_at, legacy)
+        for a_at, b_at in ((b.event_id, a.event_id), (a.event_id, b.event_id))
     )
-    return content_traded or (
-        matches(a, b_seal, a_rows, a.event_id) and matches(b, a_seal, b_rows, b.event_id)
-    )
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def head_of_rows(rows: Any) -> LedgerHead:

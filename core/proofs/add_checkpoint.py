@@ -15,7 +15,6 @@ from aios_ledger.core.proofs.checkpoints import (
     Checkpoint,
     CosignPlan,
     WitnessState,
-    cosignature_message,
 )
 from aios_ledger.core.proofs.notes import (
     ED25519,
@@ -23,6 +22,7 @@ from aios_ledger.core.proofs.notes import (
     SignatureCheck,
     SignedNote,
     VerifierKey,
+    b64decode_canonical,
     open_note,
     parse_note,
 )
@@ -91,11 +91,8 @@ class AddCheckpointRequest:
 
 
 def _hash_line(line: str) -> bytes:
-    try:
-        decoded = base64.b64decode(line.encode("ascii"), validate=True)
-    except (ValueError, UnicodeEncodeError):
-        decoded = b""
-    if len(decoded) != HASH_SIZE or base64.b64encode(decoded).decode() != line:
+    decoded = b64decode_canonical(line)
+    if decoded is None or len(decoded) != HASH_SIZE:
         raise LedgerError(WITNESS_REQUEST_INVALID, "a proof line is not base64 of 32 bytes")
     return decoded
 
@@ -151,10 +148,4 @@ def decide_add_checkpoint(
                 f"the proof does not show the tree of {checkpoint.size} extends the tree of "
                 f"{old} this witness cosigned",
             )
-    timestamp = require_timestamp(now).epoch_ms // 1000
-    return CosignPlan(
-        checkpoint,
-        cosignature_message(checkpoint.body(), timestamp),
-        timestamp,
-        WitnessState(checkpoint.origin, checkpoint.size, checkpoint.root),
-    )
+    return CosignPlan.of(checkpoint, require_timestamp(now).epoch_ms // 1000)

@@ -25,6 +25,7 @@ from aios_ledger.core.proofs.notes import (
     SignatureCheck,
     SignedNote,
     VerifierKey,
+    b64decode_canonical,
     ed25519_signature,
     note_text,
     open_note,
@@ -84,11 +85,8 @@ class Checkpoint:
         origin, size, root, *extensions = lines
         if not _SIZE.fullmatch(size):
             raise LedgerError("CHECKPOINT_INVALID", f"tree size {size[:30]!r} is not decimal")
-        try:
-            decoded = base64.b64decode(root.encode("ascii"), validate=True)
-        except (ValueError, UnicodeEncodeError):
-            decoded = b""
-        if len(decoded) != HASH_SIZE or base64.b64encode(decoded).decode() != root:
+        decoded = b64decode_canonical(root)
+        if decoded is None or len(decoded) != HASH_SIZE:
             raise LedgerError("CHECKPOINT_INVALID", "the root line is not base64 of 32 bytes")
         return cls(origin, int(size), decoded, tuple(extensions))
 
@@ -277,6 +275,13 @@ class CosignPlan:
     timestamp: int
     state: WitnessState
 
+    @classmethod
+    def of(cls, checkpoint: Checkpoint, timestamp: int) -> CosignPlan:
+        """Cosign `checkpoint` at `timestamp`, and keep it as the last one cosigned."""
+        message = cosignature_message(checkpoint.body(), timestamp)
+        state = WitnessState(checkpoint.origin, checkpoint.size, checkpoint.root)
+        return cls(checkpoint, message, timestamp, state)
+
 
 def consistency_proof_needed(last: WitnessState | None, checkpoint: Checkpoint) -> int | None:
     """The old size the witness needs a consistency proof from, or None when it needs none."""
@@ -320,7 +325,4 @@ def decide_cosign(
                 f"the tree of {checkpoint.size} (root {checkpoint.root.hex()}) does not extend "
                 f"the tree of {last.size} (root {last.root.hex()}) this witness cosigned",
             )
-    state = WitnessState(checkpoint.origin, checkpoint.size, checkpoint.root)
-    return CosignPlan(
-        checkpoint, cosignature_message(checkpoint.body(), timestamp), timestamp, state
-    )
+    return CosignPlan.of(checkpoint, timestamp)

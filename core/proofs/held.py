@@ -143,18 +143,13 @@ class CheckpointHold:
                 f"{bytes(row.root_hash).hex()} of {row.origin[:80]!r}",
             )
         keys = [key for key in self._keys if key.name == body.origin]
-        if not keys:
-            return
-        try:
-            open_note(note, keys, self._check)
-        except LedgerError as refused:
-            self._note(
-                CHECKPOINT_FORGED,
-                row,
-                f"the note does not verify under the ledger's key: {refused}",
-            )
-            return
-        self.signatures_checked += 1
+        if keys:
+            try:
+                open_note(note, keys, self._check)
+                self.signatures_checked += 1
+            except LedgerError as refused:
+                detail = f"the note does not verify under the ledger's key: {refused}"
+                self._note(CHECKPOINT_FORGED, row, detail)
 
     def _held_cosignatures(self, row: CheckpointRow, body: str | None) -> None:
         """The stored cosignatures of `row`, held to its checkpoint `body`."""

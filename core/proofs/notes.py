@@ -41,11 +41,10 @@ def is_key_name(name: object) -> bool:
     )
 
 
-def _require_key_name(name: object, code: str) -> str:
+def _require_key_name(name: str) -> None:
     if not is_key_name(name):
-        raise LedgerError(code, f"{str(name)[:80]!r} is not a key name (no spaces, no '+')")
-    assert isinstance(name, str)
-    return name
+        detail = f"{str(name)[:80]!r} is not a key name (no spaces, no '+')"
+        raise LedgerError("NOTE_KEY_INVALID", detail)
 
 
 def key_id(name: str, key_type: int, public_key: bytes) -> bytes:
@@ -53,7 +52,7 @@ def key_id(name: str, key_type: int, public_key: bytes) -> bytes:
     return hashlib.sha256(name.encode() + b"\n" + bytes([key_type]) + public_key).digest()[:4]
 
 
-def _b64decode(text: str) -> bytes | None:
+def b64decode_canonical(text: str) -> bytes | None:
     """Canonical padded base64 only, so that one signature or key has one text."""
     try:
         decoded = base64.b64decode(text.encode("ascii"), validate=True)
@@ -94,8 +93,8 @@ class VerifierKey:
         if len(parts) != 3:
             raise LedgerError("NOTE_KEY_INVALID", "a verifier key is name+keyid+key")
         name, hex_id, encoded = parts
-        _require_key_name(name, "NOTE_KEY_INVALID")
-        material = _b64decode(encoded)
+        _require_key_name(name)
+        material = b64decode_canonical(encoded)
         if material is None or len(material) != 1 + PUBLIC_KEY_SIZE:
             raise LedgerError("NOTE_KEY_INVALID", "the key is not base64 of a type and 32 bytes")
         if material[0] not in (ED25519, COSIGNATURE_V1):
@@ -130,7 +129,7 @@ class SignerKey:
 
     @classmethod
     def from_seed(cls, name: str, seed: bytes, public_key: bytes) -> SignerKey:
-        _require_key_name(name, "NOTE_KEY_INVALID")
+        _require_key_name(name)
         if len(seed) != SEED_SIZE or len(public_key) != PUBLIC_KEY_SIZE:
             raise LedgerError("NOTE_KEY_INVALID", "an Ed25519 seed and public key are 32 bytes")
         return cls(name, key_id(name, ED25519, public_key), seed)
@@ -143,8 +142,8 @@ class SignerKey:
         if len(parts) != 3:
             raise LedgerError("NOTE_KEY_INVALID", "a signer key is PRIVATE+KEY+name+keyid+key")
         name, hex_id, encoded = parts
-        _require_key_name(name, "NOTE_KEY_INVALID")
-        material = _b64decode(encoded)
+        _require_key_name(name)
+        material = b64decode_canonical(encoded)
         if (
             len(hex_id) != 2 * KEY_ID_SIZE
             or any(digit not in "0123456789abcdef" for digit in hex_id)
@@ -237,7 +236,7 @@ def _parse_signature_line(line: str) -> NoteSignature:
     if not line.startswith(SIGNATURE_PREFIX):
         raise LedgerError("NOTE_INVALID", "a signature line starts with an em dash and a space")
     name, space, encoded = line[len(SIGNATURE_PREFIX) :].partition(" ")
-    raw = _b64decode(encoded) if space else None
+    raw = b64decode_canonical(encoded) if space else None
     if not is_key_name(name) or raw is None or len(raw) < KEY_ID_SIZE + 1:
         raise LedgerError("NOTE_INVALID", f"malformed signature line {line[:80]!r}")
     return NoteSignature(name, raw[:KEY_ID_SIZE], raw[KEY_ID_SIZE:])

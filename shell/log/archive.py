@@ -47,7 +47,7 @@ from aios_ledger.core.log.export import (
     archive_header,
     export_bundle_lines,
     export_trailer,
-    is_bundle_line,
+    line_of_kind,
     verify_export_lines,
 )
 from aios_ledger.core.log.export import export_state_line as state_line
@@ -433,7 +433,7 @@ def restore_archive(
     bundles = ArchivedBundles(keep=True)
     for line in data.splitlines():
         value = loads_document(line, what="an archive line")
-        if is_bundle_line(value):
+        if line_of_kind(value, "bundle"):
             bundles.add(value)
     now = read_clock(clock)
     # The files first: a restore refused after them leaves files no proposal names, harmless.
