@@ -86,6 +86,10 @@ def test_the_append_only_triggers_still_refuse_edits(log: Path) -> None:
         ("task_id", None),
         ("payload_json", b"{}"),
         ("created_at", 17),
+        ("actor", "operator-evil"),
+        ("actor", 17),
+        ("actor", b"operator"),
+        ("actor", 1.5),
     ],
 )
 def test_a_changed_field_is_content_changed(log: Path, column: str, value: object) -> None:

@@ -204,6 +204,7 @@ def _content_well_typed(event: EventRow) -> bool:
         and isinstance(event.created_at, str)
         and (event.task_id is None or isinstance(event.task_id, str))
         and (event.agent_id is None or isinstance(event.agent_id, str))
+        and (event.actor is None or isinstance(event.actor, str))
     )
 
 
