@@ -55,9 +55,6 @@ class ExecutionTarget(Structured):
     session_id: Annotated[str, Identifier]
     run_id: Annotated[str, Identifier]
 
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
 class EvidenceReadRequest(Structured):
