@@ -159,7 +159,10 @@ def test_recorded_answers_stored_before_they_were_sealed_still_verify(
     from aios_ledger.core.tasks import decisions
 
     with monkeypatch.context() as earlier_version:
-        earlier_version.setattr(decisions, "_answered", lambda event, first: event)
+        recorded = decisions._recorded  # stores the answer, and seals it with the event
+        earlier_version.setattr(
+            decisions, "_recorded", lambda event, *rest: (recorded(event, *rest)[0], event)
+        )
         with TaskLedger(ledger_target) as ledger:
             ledger.create_task(
                 {"task_id": "old", "goal": "g", "instructions": "i", "success_criteria": ["ok"]},
