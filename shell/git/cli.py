@@ -7,6 +7,7 @@ import argparse
 import os
 from typing import Any
 
+import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import RemoteSettings
 from aios_ledger.core.git import ProposalRow
@@ -24,7 +25,7 @@ from aios_ledger.shell.cli_support import (
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.db.engines import is_database_url
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
-from aios_ledger.shell.git.remotes import credentials_of, remote_kind
+from aios_ledger.shell.git.remotes import Credentials, credentials_of, remote_kind
 from aios_ledger.shell.git.repos import (
     add_remote_repository,
     add_repository,
@@ -174,16 +175,7 @@ def remote_options(parser: argparse.ArgumentParser, *, mirror: bool = True) -> N
 
 def refuse_remote_options(args: argparse.Namespace) -> None:
     """A local repository takes none of the remote options given on the command line."""
-    names = (
-        "mirror",
-        "ssh_key",
-        "known_hosts",
-        "token_file",
-        "token_user",
-        "ca_bundle",
-        "key_credential",
-        "token_credential",
-    )
+    names = ("mirror", *attrs.fields_dict(Credentials))
     if any(getattr(args, name, None) is not None for name in names):
         raise LedgerError("REMOTE_URL_INVALID", "the remote options are for a remote URL")
 

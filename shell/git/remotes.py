@@ -38,6 +38,8 @@ MAX_TOKEN_BYTES = 16 * 1024
 CREDENTIALS_DIRECTORY = "CREDENTIALS_DIRECTORY"
 # A systemd credential's name: what `LoadCredential=NAME:...` accepts, and never a path.
 _CREDENTIAL_NAME = re.compile(r"(?!\.\.?$)[A-Za-z0-9_.@+-]{1,255}")
+# The credentials given by a systemd credential's name, in place of a file.
+_CREDENTIAL_NAMES = ("key_credential", "token_credential")
 
 URL_INVALID = "REMOTE_URL_INVALID"
 CREDENTIAL_INVALID = "REMOTE_CREDENTIAL_INVALID"
@@ -129,15 +131,12 @@ class Credentials:
 
 def credentials_of(settings: RemoteSettings) -> Credentials:
     """The credential files `[remote]` names, with the command line's flags over it."""
-    return Credentials(
-        ssh_key=settings.ssh_key,
-        known_hosts=settings.known_hosts,
-        token_file=settings.token_file,
-        token_user=settings.token_user,
-        ca_bundle=settings.ca_bundle,
-        key_credential=settings.key_credential,
-        token_credential=settings.token_credential,
-    )
+    return Credentials(**{name: getattr(settings, name) for name in attrs.fields_dict(Credentials)})
+
+
+def _option(name: str) -> str:
+    """The command-line option of a credential's field (`ssh_key`: `--ssh-key`)."""
+    return "--" + name.replace("_", "-")
 
 
 def credential_file(name: str, option: str) -> str:
@@ -175,10 +174,8 @@ class Remote:
 
     def public(self) -> dict[str, Any]:
         """What answers show of the remote: the URL, and which kind of credential it takes."""
-        return {"url": self.url, "scheme": self.scheme, "credential": self._credential_kind()}
-
-    def _credential_kind(self) -> str:
-        return "ssh-key" if self.scheme == "ssh" else "token"
+        credential = "ssh-key" if self.scheme == "ssh" else "token"
+        return {"url": self.url, "scheme": self.scheme, "credential": credential}
 
 
 def remote_kind(location: str) -> str | None:
@@ -224,14 +221,6 @@ def is_loopback(url: str) -> bool:
 def check_credentials(kind: str, credentials: Credentials) -> Credentials:
     """The credentials with absolute paths, each file and systemd credential readable; the
     kind's own required."""
-    options = {
-        "ssh_key": "--ssh-key",
-        "known_hosts": "--known-hosts",
-        "token_file": "--token-file",
-        "ca_bundle": "--ca-bundle",
-        "key_credential": "--key-credential",
-        "token_credential": "--token-credential",
-    }
     # Each credential the kind needs, from either of its sources.
     needed = (
         (("ssh_key", "key_credential"), ("known_hosts",))
@@ -241,7 +230,7 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
     for sources in needed:
         given = [name for name in sources if getattr(credentials, name) is not None]
         named = " or ".join(
-            f"{options[name]} {'NAME' if name.endswith('credential') else 'FILE'}"
+            f"{_option(name)} {'NAME' if name.endswith('credential') else 'FILE'}"
             for name in sources
         )
         if not given:
@@ -254,18 +243,18 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
     if kind == "https":
         allowed.add("ca_bundle")
     misplaced = [
-        option
-        for name, option in options.items()
+        _option(name)
+        for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle", *_CREDENTIAL_NAMES)
         if getattr(credentials, name) is not None and name not in allowed
     ]
     if misplaced:
         raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes no {', '.join(misplaced)}")
     if not re.fullmatch(r"[A-Za-z0-9._@+-]{1,200}", credentials.token_user):
         raise LedgerError(CREDENTIAL_INVALID, "--token-user: letters, digits and ._@+-")
-    for name in ("key_credential", "token_credential"):
+    for name in _CREDENTIAL_NAMES:
         credential = getattr(credentials, name)
         if credential is not None:
-            credential_file(credential, options[name])
+            credential_file(credential, _option(name))
     resolved: dict[str, str] = {}
     for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle"):
         path = getattr(credentials, name)
@@ -273,7 +262,7 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
             continue
         absolute = os.path.abspath(path)
         if not os.path.isfile(absolute) or not os.access(absolute, os.R_OK):
-            raise LedgerError(CREDENTIAL_INVALID, f"{options[name]}: {path[:200]!r} is no file")
+            raise LedgerError(CREDENTIAL_INVALID, f"{_option(name)}: {path[:200]!r} is no file")
         resolved[name] = absolute
     return attrs.evolve(credentials, **resolved)
 
@@ -344,27 +333,17 @@ def git_environment(remote: Remote) -> dict[str, str]:
     credentials = remote.credentials
     if remote.scheme == "ssh":
         assert credentials.known_hosts is not None
-        command = [
-            "ssh",
-            "-F",
-            "/dev/null",
-            "-i",
-            credentials.key_path(),
-            "-o",
+        command = ["ssh", "-F", "/dev/null", "-i", credentials.key_path()]
+        for option in (
             "IdentitiesOnly=yes",
-            "-o",
             "IdentityAgent=none",
-            "-o",
             "StrictHostKeyChecking=yes",
-            "-o",
             f"UserKnownHostsFile={credentials.known_hosts}",
-            "-o",
             "GlobalKnownHostsFile=/dev/null",
-            "-o",
             "BatchMode=yes",
-            "-o",
             "ConnectTimeout=30",
-        ]
+        ):
+            command += ["-o", option]
         return {"GIT_SSH_COMMAND": shlex.join(command), "GIT_SSH_VARIANT": "ssh"}
     basic = f"{credentials.token_user}:{read_token(credentials)}".encode()
     return {
