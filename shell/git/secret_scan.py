@@ -25,7 +25,7 @@ from aios_ledger.core.git.secrets import (
     line_windows,
     readable_text,
 )
-from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.git.runner import object_sizes, raw_diff, read_objects, run_git
 
 # Lines read by `detect-secrets` in one call; the seconds are checked between calls.
 LINES_PER_PIECE = 256
@@ -114,46 +114,11 @@ def added_by_commits(
         max_output=256 << 20,
         timeout=timeout,
     ).stdout
-    parts = raw.split(b"\0")
-    found: list[tuple[str, str, bytes]] = []
-    for meta_bytes, name in zip(parts[0::2], parts[1::2], strict=False):
-        meta = meta_bytes.decode("ascii", "replace").lstrip(":").split(" ")
-        if len(meta) >= 5 and not meta[4].startswith("D"):
-            found.append((meta[1], meta[3], name))
-    return found
-
-
-def _sizes(git_dir: str, oids: list[str], timeout: float) -> dict[str, int]:
-    found = run_git(
-        ["--git-dir", git_dir, "cat-file", "--batch-check=%(objectname) %(objectsize)"],
-        stdin="".join(f"{oid}\n" for oid in oids).encode(),
-        max_output=64 << 20,
-        timeout=timeout,
-    )
-    sizes: dict[str, int] = {}
-    for line in found.text.splitlines():
-        oid, _, size = line.partition(" ")
-        if size.isdigit():
-            sizes[oid] = int(size)
-    return sizes
-
-
-def _read_objects(git_dir: str, oids: list[str], total: int, timeout: float) -> dict[str, bytes]:
-    """The objects' contents, read in one `cat-file --batch`."""
-    out = run_git(
-        ["--git-dir", git_dir, "cat-file", "--batch"],
-        stdin="".join(f"{oid}\n" for oid in oids).encode(),
-        max_output=total + 128 * len(oids) + 1024,
-        timeout=timeout,
-    ).stdout
-    contents: dict[str, bytes] = {}
-    at = 0
-    for oid in oids:
-        header_end = out.index(b"\n", at)
-        size = int(out[at:header_end].split(b" ")[2])
-        contents[oid] = out[header_end + 1 : header_end + 1 + size]
-        at = header_end + 1 + size + 1
-    return contents
+    return [
+        (meta[1], meta[3], name)
+        for meta, name in raw_diff(raw)
+        if len(meta) >= 5 and not meta[4].startswith("D")
+    ]
 
 
 class _Scan:
@@ -307,14 +272,16 @@ def _scan(
     ]
     commit_ids = [commit for commit, _parent in commits]
     blob_ids = sorted({oid for _path, oid in files})
-    sizes = _sizes(git_dir, [*commit_ids, *blob_ids], remaining())
+    sizes = object_sizes(git_dir, [*commit_ids, *blob_ids], timeout=remaining())
     # Charged path by path: what the proposal asks to have read, not what reading it costs.
     brought = sum(sizes.get(oid, 0) for _path, oid in files) + sum(
         sizes.get(commit, 0) for commit in commit_ids
     )
     budget.require_bytes(brought)
     distinct = sum(sizes.get(oid, 0) for oid in {*commit_ids, *blob_ids})
-    contents = _read_objects(git_dir, [*commit_ids, *blob_ids], distinct, remaining())
+    objects = [*commit_ids, *blob_ids]
+    limit = distinct + 128 * len(objects) + 1024
+    contents = read_objects(git_dir, objects, max_output=limit, timeout=remaining())
     labels: dict[str, list[str]] = {oid: [] for oid in blob_ids}
     for path, oid in files:
         if path not in labels[oid]:
@@ -343,7 +310,7 @@ def _scan(
                 " set another with `aios-ledger repo settings NAME --secrets-baseline FILE`",
             ) from None
         for document in documents:
-            data = contents[document.oid]
+            data = contents[document.oid][1]
             if document.oid in commit_set:
                 data = _commit_text(data)
             # Read once, found under every name the baseline does not know it by.
