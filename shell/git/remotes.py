@@ -1,15 +1,10 @@
 """Governed repositories on a git server: the ledger's bare mirror of each, its credentials,
 and the push that is the remote's compare-and-swap.
 
-A remote repository is governed through a bare mirror under the ledger's state: every check of
-a proposal and every workspace reads the mirror, fetched from the remote before a workspace is
-made and before a write; only the governed write talks to the remote with a credential. The
-credential is the ledger's alone: an SSH key with a pinned known_hosts file, or an HTTPS token
-read from a file when git runs and handed to git in its environment (`GIT_CONFIG_*`), never in
-its argv, a URL, a row, an event or a workspace. The key or token file may be a systemd
-credential, named and found in `$CREDENTIALS_DIRECTORY` each time git runs (the unit's folder
-is its own). The mirror keeps where its remote is and which credential files or names to use in
-`aios-remote.json` (paths and names only, no secret).
+Checks and workspaces read the mirror; only the governed write talks to the remote with a
+credential, the ledger's alone: an SSH key with a pinned known_hosts file, or an HTTPS token handed
+to git in its environment, never in its argv, a URL, a row, an event or a workspace. The mirror's
+`aios-remote.json` names the remote and the credential's files or systemd credentials, no secret.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""The pull request after a governed write, for a repository whose settings name a forge.
-
-The ledger's sealed event answers first: a write whose request is recorded OPENED is never
-proposed again. Otherwise the forge is asked for an open request with the write's branch as head
-and the base branch as base, and only then to open one; what it answered (the request, or its
-refusal) is sealed through the write path. A forge's refusal leaves the write standing; the same
-write asked again tries the request again.
+"""The pull request after a governed write, for a repository whose settings name a forge: the
+forge is asked for an open request from the write's branch into the base, and only then to open
+one; what it answered is sealed (`core.git.pull_requests`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ A write left INTENDED by a crash is settled by the same write again or by `recov
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from aios_ledger.core import IdempotencyRow, LedgerError, LogTail, TaskRow, chain_of
 from aios_ledger.core.actors import Actor
@@ -44,6 +44,7 @@ from aios_ledger.core.git.decisions import (
     WRITE_REFUSALS,
     attempt_of_proposal,
     decide_write_refusal,
+    require_key_of_task,
     task_binding,
 )
 from aios_ledger.core.git.policy import HEADS, branch_ref, zero_oid
@@ -72,6 +73,7 @@ from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, 
 from aios_ledger.shell.governed.pull_requests import propose_write
 from aios_ledger.shell.tracing import record_span, write_started
 
+R = TypeVar("R")
 LEASE_WAIT_SECONDS = 10.0
 LEASE_POLL_SECONDS = 0.05
 REFLOG_PREFIX = "aios-ledger governed write "
@@ -278,14 +280,9 @@ def _checked_write(
 ) -> WriteAnswer:
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
-        if prior.task_id != request.task_id:
-            raise LedgerError(
-                "IDEMPOTENCY_CONFLICT",
-                f"key {prior.idempotency_key!r} was first used for task {prior.task_id!r}",
-            )
+        require_key_of_task(prior, request.task_id)
         return _answered(_settle(db, prior, swapped=False, recovered=True, clock=clock))
     deadline = time.monotonic() + lease_wait
-    # A replayed WRITER_LEASE_HELD, kept by the key, is not waited on.
     kept: list[bool] = []
 
     def decide(conn: Connection) -> Decision[WriteAnswer]:
@@ -293,18 +290,7 @@ def _checked_write(
         kept.append(state.refused is not None)
         return decide_write_intent(state, request, now=read_clock(clock), actor=actor)
 
-    while True:
-        try:
-            decision = db.read(decide)
-            break
-        except LedgerError as refused:
-            if (
-                refused.code != "WRITER_LEASE_HELD"
-                or any(kept[-1:])
-                or time.monotonic() >= deadline
-            ):
-                raise
-            time.sleep(LEASE_POLL_SECONDS)
+    decision = _waiting_for_lease(lambda: db.read(decide), deadline, kept)
     if isinstance(decision, Replay):
         return _answered(decision.response)
     repository, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
@@ -319,14 +305,9 @@ def _checked_write(
     require_unambiguous_branch(target.removeprefix(HEADS), list_refs(repository_path))
     ensure_in_repository(db, repository_path, proposal)
 
-    while True:
-        try:
-            intended = db.write(lambda conn: _intend(conn, request, clock, actor))
-            break
-        except LedgerError as refused:
-            if refused.code != "WRITER_LEASE_HELD" or time.monotonic() >= deadline:
-                raise
-            time.sleep(LEASE_POLL_SECONDS)
+    intended = _waiting_for_lease(
+        lambda: db.write(lambda conn: _intend(conn, request, clock, actor)), deadline
+    )
     if intended["idempotent"]:
         return _answered(intended)
     write = db.read(lambda conn: write_row(conn, request.idempotency_key))
@@ -369,6 +350,22 @@ def _checked_write(
         assert not_moved is not None
         raise LedgerError(not_moved.code, f"{not_moved.detail}: {pushed.message}")
     return _answered(settled)
+
+
+def _waiting_for_lease(attempt: Callable[[], R], deadline: float, kept: Sequence[bool] = ()) -> R:
+    """`attempt()`, again while another write holds the writer lease until `deadline` (not for
+    a WRITER_LEASE_HELD its key kept: `kept[-1]`)."""
+    while True:
+        try:
+            return attempt()
+        except LedgerError as refused:
+            if (
+                refused.code != "WRITER_LEASE_HELD"
+                or any(kept[-1:])
+                or time.monotonic() >= deadline
+            ):
+                raise
+            time.sleep(LEASE_POLL_SECONDS)
 
 
 def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor) -> WriteAnswer:
