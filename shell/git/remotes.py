@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import DEFAULT_TOKEN_USER, RemoteSettings
-from aios_ledger.core.git.forges import is_loopback_host
 from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, read_ref, run_git
 
 REMOTE_FILE = "aios-remote.json"
@@ -207,10 +206,6 @@ def remote_kind(location: str) -> str | None:
 def _shown_url(location: str) -> str:
     """`location` without any userinfo, for a message."""
     return re.sub(r"//[^/@]*@", "//", location)[:300]
-
-
-def is_loopback(url: str) -> bool:
-    return is_loopback_host(urlsplit(url).hostname or "")
 
 
 def check_credentials(kind: str, credentials: Credentials) -> Credentials:

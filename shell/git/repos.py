@@ -10,6 +10,7 @@ import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.git import (
@@ -26,7 +27,7 @@ from aios_ledger.core.git import (
     decide_register_repository,
 )
 from aios_ledger.core.git.answers import repository_answer
-from aios_ledger.core.git.forges import resolve_setting
+from aios_ledger.core.git.forges import is_loopback_host, resolve_setting
 from aios_ledger.core.git.settings import MAX_BASELINE_CHARS, baseline_document
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.shell.actors import current_actor
@@ -39,7 +40,6 @@ from aios_ledger.shell.git.remotes import (
     Remote,
     check_credentials,
     create_mirror,
-    is_loopback,
     remote_kind,
     remote_of,
 )
@@ -185,7 +185,7 @@ def add_remote_repository(
         raise LedgerError("REMOTE_URL_INVALID", f"{url[:300]!r} is not a remote URL")
     remote = Remote(url, kind, check_credentials(kind, credentials))
     warnings = []
-    if kind == "http" and not is_loopback(url):
+    if kind == "http" and not is_loopback_host(urlsplit(url).hostname or ""):
         warnings.append(
             f"{url} is plain http: the token and the code cross the network unencrypted;"
             " use https:// outside this machine"

@@ -1,10 +1,6 @@
-"""Workspaces: the working copy an agent gets for a task bound to a governed repository.
-
-Workers on the ledger's host and away from it differ only in how they reach the repository
-(`RepositoryAccess`): in place, or through a base bundle and an upload over the API. Either way
-the agent never writes to the governed repository, only proposes its commits on the base; a
-remote repository's workspace comes from the ledger's mirror, fetched first, so it holds
-neither the remote nor its credential.
+"""Workspaces: the working copy an agent gets for a task bound to a governed repository,
+reached in place or through a base bundle (`RepositoryAccess`). The agent only proposes its
+commits; a remote repository's workspace comes from the ledger's mirror, never the remote.
 """
 
 from __future__ import annotations

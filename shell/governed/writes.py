@@ -121,16 +121,17 @@ def move_ref(repository_path: str, ref: str, new: str, old: str, key: str) -> bo
     return moved.returncode == 0
 
 
-def _refusal(answer: WriteAnswer) -> LedgerError | None:
+def _answered(answer: WriteAnswer, why: str = "") -> WriteAnswer:
+    """An APPLIED write's answer; any other outcome raises its code (with `why`, the remote's
+    message)."""
     if answer["state"] == APPLIED:
-        return None
-    code = answer["code"] or "WRITE_NOT_APPLIED"
-    return LedgerError(
-        code,
+        return answer
+    detail = (
         f"{answer['ref']} of {answer['repository']} was not moved by write "
         f"{answer['idempotency_key']!r} ({answer['state']}; the ref holds "
-        f"{answer['observed_oid'] or 'nothing'})",
+        f"{answer['observed_oid'] or 'nothing'})"
     )
+    raise LedgerError(answer["code"] or "WRITE_NOT_APPLIED", f"{detail}: {why}" if why else detail)
 
 
 def _settle(
@@ -345,11 +346,7 @@ def _checked_write(
         ["--git-dir", repository_path, "update-ref", "-d", quarantine_ref(proposal.bundle_sha256)],
         check=False,
     )
-    if settled["state"] != APPLIED and pushed.message:
-        not_moved = _refusal(settled)
-        assert not_moved is not None
-        raise LedgerError(not_moved.code, f"{not_moved.detail}: {pushed.message}")
-    return _answered(settled)
+    return _answered(settled, pushed.message)
 
 
 def _waiting_for_lease(attempt: Callable[[], R], deadline: float, kept: Sequence[bool] = ()) -> R:
@@ -380,13 +377,6 @@ def _quarantine_inputs(
     state = _write_state(conn, None, request)
     assert state.repository is not None and state.proposal is not None
     return state.repository, state.proposal
-
-
-def _answered(answer: WriteAnswer) -> WriteAnswer:
-    refused = _refusal(answer)
-    if refused is not None:
-        raise refused
-    return answer
 
 
 def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAnswer]:
