@@ -14,7 +14,6 @@ from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.git.forges import FORGES
 from aios_ledger.core.git.settings import DEFAULT_SETTINGS, OPTIONS
-from aios_ledger.core.records import record_from_row
 from aios_ledger.shell.cli_support import (
     database_path,
     open_database,
@@ -370,9 +369,8 @@ def _proposals(args: argparse.Namespace) -> Any:
         rows = db.read(
             lambda conn: fetch_all(conn, "task_proposals_of_task", {"task_id": args.task_id})
         )
-    answers = []
-    for row in rows:
-        answer = dict(proposal_answer(record_from_row(ProposalRow, row), idempotent=False))
-        answer.pop("idempotent")
-        answers.append(answer)
-    return answers
+    answers = [proposal_answer(ProposalRow.from_row(row), idempotent=False) for row in rows]
+    return [
+        {name: value for name, value in answer.items() if name != "idempotent"}
+        for answer in answers
+    ]

@@ -123,15 +123,21 @@ def added_by_commits(
 
 class _Scan:
     """One proposal's scan under its budget: `detect-secrets` over each document's lines, then
-    over what its encoded runs decode to."""
+    over what its encoded runs decode to; and what it spent, less the time it waited for another
+    proposal's scan (`waited`), which is not its own cost."""
 
-    def __init__(
-        self, budget: ScanBudget, spent_bytes: int, clock: Callable[[], float], started: float
-    ) -> None:
+    def __init__(self, budget: ScanBudget, clock: Callable[[], float]) -> None:
         self.budget = budget
-        self.spent_bytes = spent_bytes
         self.clock = clock
-        self.started = started
+        self.started = clock()
+        # When reading began: the budget's seconds count from then while documents are read.
+        self.reading = self.started
+        self.waited = 0.0
+        self.spent_bytes = 0
+
+    def spent(self) -> ScanSpent:
+        seconds = self.clock() - self.started - self.waited
+        return ScanSpent(self.spent_bytes, charged_seconds(seconds))
 
     def read(self, label: str, data: bytes, depth: int = 0) -> Iterator[Any]:
         """The potential secrets of `data` read as the file `label`, each once."""
@@ -141,7 +147,7 @@ class _Scan:
         lines = text.splitlines()
         seen: set[tuple[str, int, str | None]] = set()
         for start in range(0, len(lines), LINES_PER_PIECE):
-            self.budget.require_seconds(self.clock() - self.started)
+            self.budget.require_seconds(self.clock() - self.reading)
             numbered = [
                 (number, window)
                 for number in range(max(0, start - CONTEXT_LINES), start + LINES_PER_PIECE)
@@ -205,22 +211,6 @@ def charged_seconds(seconds: float) -> float:
     return math.ceil(max(0.0, seconds) * 1000) / 1000
 
 
-class _Meter:
-    """The bytes read and the seconds taken by one scan, less those spent waiting for another."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.started = clock()
-        self.waited = 0.0
-        self.scan: _Scan | None = None
-
-    def spent(self) -> ScanSpent:
-        seconds = self.clock() - self.started - self.waited
-        return ScanSpent(
-            0 if self.scan is None else self.scan.spent_bytes, charged_seconds(seconds)
-        )
-
-
 def scan_proposal(
     git_dir: str,
     tips: list[str],
@@ -233,14 +223,14 @@ def scan_proposal(
 ) -> ScanReport:
     """The secrets in what the commits of `tips` not in `base` bring, held to `baseline`. A
     refusal over budget carries what the scan had spent until then (`spent_of`)."""
-    meter = _Meter(clock)
+    scan = _Scan(budget, clock)
     try:
-        findings = _scan(git_dir, tips, base, budget, baseline, meter)
+        findings = _scan(git_dir, tips, base, baseline, scan)
     except LedgerError as refused:
         if refused.code in BUDGET_REFUSALS:
-            refused.scan_spent = meter.spent()  # type: ignore[attr-defined]
+            refused.scan_spent = scan.spent()  # type: ignore[attr-defined]
         raise
-    spent = meter.spent()
+    spent = scan.spent()
     ordered = sorted(findings)[:MAX_SECRETS]
     return ScanReport(
         [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered],
@@ -254,11 +244,10 @@ def _scan(
     git_dir: str,
     tips: list[str],
     base: str,
-    budget: ScanBudget,
     baseline: dict[str, Any] | None,
-    meter: _Meter,
+    scan: _Scan,
 ) -> set[tuple[str, str, int]]:
-    clock, started = meter.clock, meter.started
+    budget, clock, started = scan.budget, scan.clock, scan.started
 
     def remaining() -> float:
         budget.require_seconds(clock() - started)
@@ -293,9 +282,8 @@ def _scan(
     findings: set[tuple[str, str, int]] = set()
     asked = clock()
     with _SCANNER, contextlib.ExitStack() as configured:
-        # Another proposal's scan it waited for is not its own cost.
-        scan = meter.scan = _Scan(budget, brought, clock, clock())
-        meter.waited = scan.started - asked
+        scan.reading = clock()
+        scan.waited, scan.spent_bytes = scan.reading - asked, brought
         from detect_secrets.settings import default_settings, transient_settings
 
         try:

@@ -27,8 +27,6 @@ from aios_ledger.core.attest.decisions import NOTES_REF
 from aios_ledger.core.git import (
     GovernedWriteRow,
     OutcomeState,
-    ProposalRow,
-    RepositoryRow,
     WriteAnswer,
     WriteOutcome,
     WriteRequest,
@@ -284,17 +282,18 @@ def _checked_write(
         require_key_of_task(prior, request.task_id)
         return _answered(_settle(db, prior, swapped=False, recovered=True, clock=clock))
     deadline = time.monotonic() + lease_wait
-    kept: list[bool] = []
+    read: list[WriteState] = []
 
     def decide(conn: Connection) -> Decision[WriteAnswer]:
-        state = _write_state(conn, None, request)
-        kept.append(state.refused is not None)
-        return decide_write_intent(state, request, now=read_clock(clock), actor=actor)
+        read.append(_write_state(conn, None, request))
+        return decide_write_intent(read[-1], request, now=read_clock(clock), actor=actor)
 
-    decision = _waiting_for_lease(lambda: db.read(decide), deadline, kept)
+    decision = _waiting_for_lease(lambda: db.read(decide), deadline, read)
     if isinstance(decision, Replay):
         return _answered(decision.response)
-    repository, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
+    # What the checks passed on: the repository and the proposal to bring into it.
+    repository, proposal = read[-1].repository, read[-1].proposal
+    assert repository is not None and proposal is not None
     repository_path = repository.path
     remote = remote_of_repository(repository)
     if remote is not None:
@@ -349,16 +348,18 @@ def _checked_write(
     return _answered(settled, pushed.message)
 
 
-def _waiting_for_lease(attempt: Callable[[], R], deadline: float, kept: Sequence[bool] = ()) -> R:
-    """`attempt()`, again while another write holds the writer lease until `deadline` (not for
-    a WRITER_LEASE_HELD its key kept: `kept[-1]`)."""
+def _waiting_for_lease(
+    attempt: Callable[[], R], deadline: float, read: Sequence[WriteState] = ()
+) -> R:
+    """`attempt()`, again while another write holds the writer lease until `deadline`; not for
+    a WRITER_LEASE_HELD its key kept (the last state `read`)."""
     while True:
         try:
             return attempt()
         except LedgerError as refused:
             if (
                 refused.code != "WRITER_LEASE_HELD"
-                or any(kept[-1:])
+                or (read and read[-1].refused is not None)
                 or time.monotonic() >= deadline
             ):
                 raise
@@ -369,14 +370,6 @@ def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor)
     plans = PlanExecutor(conn)
     state = _write_state(conn, plans, request)
     return plans.apply(decide_write_intent(state, request, now=read_clock(clock), actor=actor))
-
-
-def _quarantine_inputs(
-    conn: Connection, request: WriteRequest
-) -> tuple[RepositoryRow, ProposalRow]:
-    state = _write_state(conn, None, request)
-    assert state.repository is not None and state.proposal is not None
-    return state.repository, state.proposal
 
 
 def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAnswer]:
