@@ -52,42 +52,33 @@ NOTES_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@l
 
 # What git and ssh print for each cause, tried in this order (a host key problem first: ssh
 # follows it with a disconnect that would read as unreachable).
-_CAUSES = (
-    (
-        HOST_KEY_REFUSED,
-        re.compile(
+_CAUSES = {
+    code: re.compile(shape, re.IGNORECASE)
+    for code, shape in (
+        (
+            HOST_KEY_REFUSED,
             r"Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED"
             r"|host key .* is not known|No .* host key is known",
-            re.IGNORECASE,
         ),
-    ),
-    (
-        CERTIFICATE_REFUSED,
-        re.compile(
+        (
+            CERTIFICATE_REFUSED,
             r"SSL certificate problem|server certificate verification failed"
             r"|certificate verify failed|unable to get local issuer certificate",
-            re.IGNORECASE,
         ),
-    ),
-    (
-        AUTH_REFUSED,
-        re.compile(
+        (
+            AUTH_REFUSED,
             r"Permission denied \(|Authentication failed|could not read Username"
             r"|could not read Password|error: 40[13]|HTTP 40[13]|returned error: 40[13]",
-            re.IGNORECASE,
         ),
-    ),
-    (
-        UNREACHABLE,
-        re.compile(
+        (
+            UNREACHABLE,
             r"Could not resolve host|Connection refused|Connection timed out|Failed to connect"
             r"|Connection reset|Connection closed|Network is unreachable|No route to host"
             r"|unexpected disconnect|remote end hung up|early EOF|Operation timed out"
             r"|kex_exchange_identification|Empty reply from server|Could not read from remote",
-            re.IGNORECASE,
         ),
-    ),
-)
+    )
+}
 # A scp-like address, `[user@]host:path` (a colon before any slash).
 _SCP_LIKE = re.compile(
     r"^(?:[^@/:\s-][^@/:\s]*@)?(?:[A-Za-z0-9][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\]):(?!//)([^:].*)$"
@@ -347,7 +338,7 @@ def refusal(remote: Remote, result: GitResult, what: str) -> LedgerError:
     """The error of a failed git call on the remote: its cause's code, the server's message
     (credentials redacted)."""
     message = redact(result.stderr.decode("utf-8", "replace").strip(), remote)[-STDERR_TAIL:]
-    code = next((code for code, shape in _CAUSES if shape.search(message)), GIT_FAILED)
+    code = next((code for code, shape in _CAUSES.items() if shape.search(message)), GIT_FAILED)
     return LedgerError(code, f"{what} {remote.url}: {message or f'git exited {result.returncode}'}")
 
 

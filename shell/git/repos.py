@@ -349,7 +349,4 @@ def get_repository(db: Database, name: str) -> RepositoryRow:
 
 def show_repository(db: Database, name: str) -> dict[str, object]:
     row = get_repository(db, name)
-    shown = _shown(row)
-    shown["registered_at"] = row.created_at
-    shown["updated_at"] = row.updated_at
-    return shown
+    return {**_shown(row), "registered_at": row.created_at, "updated_at": row.updated_at}
