@@ -18,6 +18,7 @@ import attrs
 from aios_ledger.core import GovernedExecutionBinding, LedgerError, TaskRow
 from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.git.decisions import WorkspaceGrant, grant_workspace, task_binding
+from aios_ledger.core.git.policy import FACT_FLAGS
 from aios_ledger.core.projection import BindingRow
 from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
@@ -209,11 +210,8 @@ def capture_result(
         "changed_files": [],
         "writer_lease": "NONE",
         "verification_state": "NEEDS_REWORK",
-        "direct_main_write": False,
-        "production_write": False,
-        "force_push": False,
-        "protected_ref_bypass": False,
-        "secret_material_exposed": False,
+        # A capture reads the base and writes nothing: every governance flag is False.
+        **dict.fromkeys((*FACT_FLAGS, "production_write"), False),
         "source_snapshot": dict(snapshot),
     }
 
