@@ -133,32 +133,27 @@ def _answered(answer: WriteAnswer, why: str = "") -> WriteAnswer:
 
 
 def _settle(
-    db: Database,
-    write: GovernedWriteRow,
-    *,
-    swapped: bool,
-    recovered: bool,
-    clock: Clock,
-    refused_code: str | None = None,
+    db: Database, write: GovernedWriteRow, clock: Clock, pushed: PushAnswer | None = None
 ) -> WriteAnswer:
-    """Record what became of an intended write, from git's answer and the ref as read (on a
-    remote repository, the remote's ref: a remote that cannot be read leaves it intended)."""
+    """Record what became of an intended write, from git's answer to the swap just made
+    (`pushed`; None: recovered after a crash) and the ref as read (on a remote repository, the
+    remote's ref: a remote that cannot be read leaves it intended)."""
     repository = get_repository(db, write.repository)
-    path = repository.path
     remote = remote_of_repository(repository)
+    swapped = pushed is not None and pushed.swapped
     if swapped:
         observed: str | None = write.new_oid
     elif remote is not None:
         observed = remote_ref(remote, write.ref)
     else:
-        observed = read_ref(path, write.ref)
+        observed = read_ref(repository.path, write.ref)
     outcome = WriteOutcome.from_mapping(
         {
             "idempotency_key": write.idempotency_key,
             "observed_oid": observed,
             "swapped": swapped,
-            "recovered": recovered,
-            "refused_code": refused_code,
+            "recovered": pushed is None,
+            "refused_code": None if pushed is None else pushed.code,
         }
     )
 
@@ -280,7 +275,7 @@ def _checked_write(
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
         require_key_of_task(prior, request.task_id)
-        return _answered(_settle(db, prior, swapped=False, recovered=True, clock=clock))
+        return _answered(_settle(db, prior, clock))
     deadline = time.monotonic() + lease_wait
     read: list[WriteState] = []
 
@@ -319,7 +314,6 @@ def _checked_write(
             )
         )
     else:
-        zero = zero_oid(write.new_oid)
         note = note_to_push(db, write.idempotency_key, attest_key, clock=clock)
         # Called through its module, so that the crash tests' helper process can die on either
         # side of the push, as of `move_ref`.
@@ -329,17 +323,10 @@ def _checked_write(
             write.ref,
             write.new_oid,
             write.old_oid,
-            zero=zero,
+            zero=zero_oid(write.new_oid),
             note=None if note is None else PushedNote(NOTES_REF, note),
         )
-    settled = _settle(
-        db,
-        write,
-        swapped=pushed.swapped,
-        recovered=False,
-        clock=clock,
-        refused_code=pushed.code,
-    )
+    settled = _settle(db, write, clock, pushed)
     # A retry fetches the commit again from the stored bundle.
     run_git(
         ["--git-dir", repository_path, "update-ref", "-d", quarantine_ref(proposal.bundle_sha256)],
@@ -376,7 +363,4 @@ def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAn
     """Settle every write left INTENDED by a crash, from its ref as read now; run it when no
     governed write is in flight."""
     rows = db.read(lambda conn: fetch_all(conn, "governed_writes_in_doubt"))
-    return [
-        _settle(db, GovernedWriteRow.from_row(row), swapped=False, recovered=True, clock=clock)
-        for row in rows
-    ]
+    return [_settle(db, GovernedWriteRow.from_row(row), clock) for row in rows]
