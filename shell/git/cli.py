@@ -276,24 +276,21 @@ def _number(option: str, text: str, kind: type) -> int | float:
 
 def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the options give (the baseline file read), by setting name."""
-    settings: dict[str, Any] = {}
-    if args.secrets_baseline is not None:
-        settings["secrets_baseline"] = read_baseline(args.secrets_baseline)
-    if getattr(args, "clear_secrets_baseline", False):
-        settings["clear_secrets_baseline"] = True
-    if args.allow_gitlinks is not None:
-        settings["allow_gitlinks"] = args.allow_gitlinks
+    baseline = args.secrets_baseline
+    settings: dict[str, Any] = {
+        "secrets_baseline": None if baseline is None else read_baseline(baseline),
+        "clear_secrets_baseline": getattr(args, "clear_secrets_baseline", False) or None,
+        "allow_gitlinks": args.allow_gitlinks,
+    }
     for setting in _NUMBER_HELP:
         text = getattr(args, setting)
-        if text is not None:
-            kind = type(getattr(DEFAULT_SETTINGS, setting))
-            settings[setting] = _number(OPTIONS[setting].split()[0], text, kind)
-    pull_request = _pull_request_of(args)
-    if pull_request is not None:
-        settings["pull_request"] = pull_request
-    if getattr(args, "clear_pull_request", False):
-        settings["clear_pull_request"] = True
-    return settings
+        kind = type(getattr(DEFAULT_SETTINGS, setting))
+        settings[setting] = (
+            None if text is None else _number(OPTIONS[setting].split()[0], text, kind)
+        )
+    settings["pull_request"] = _pull_request_of(args)
+    settings["clear_pull_request"] = getattr(args, "clear_pull_request", False) or None
+    return {name: value for name, value in settings.items() if value is not None}
 
 
 def _repo_add(args: argparse.Namespace) -> Any:
