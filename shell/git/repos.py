@@ -99,14 +99,12 @@ def read_baseline(path: str) -> str:
         ) from None
 
 
-def with_pull_request(
-    settings: Mapping[str, Any] | None, remote_url: str | None
-) -> Mapping[str, Any] | None:
-    """`settings` with the pull request's setting completed from the remote's URL, its token
-    file (if it names one) absolute and readable."""
+def with_pull_request(settings: object, remote: Remote | None) -> object:
+    """`settings` as a request takes them: the pull request's setting completed from the
+    remote's URL, its token file (if it names one) absolute and readable."""
     if not isinstance(settings, Mapping) or settings.get("pull_request") is None:
-        return settings
-    setting = resolve_setting(settings["pull_request"], remote_url)
+        return dict(settings) if isinstance(settings, Mapping) else settings
+    setting = resolve_setting(settings["pull_request"], None if remote is None else remote.url)
     if setting.token_file is not None and not os.access(setting.token_file, os.R_OK):
         raise LedgerError(
             "PULL_REQUEST_SETTING_INVALID",
@@ -138,14 +136,13 @@ def add_repository(
     raw_path = path if isinstance(path, str) else ""
     resolved = require_bare(raw_path) if raw_path else raw_path
     remote = remote_of(resolved) if resolved else None
-    settings = with_pull_request(settings, None if remote is None else remote.url)
     request = RegisterRepositoryRequest.from_mapping(
         {
             "name": name,
             "path": resolved,
             "protected": None if protected is None else list(protected),
             "default_protection": default_protection,
-            "settings": dict(settings) if isinstance(settings, Mapping) else settings,
+            "settings": with_pull_request(settings, remote),
             "remote_url": remote_url,
         }
     )
@@ -229,14 +226,14 @@ def change_repository_settings(
 ) -> RepositorySettingsAnswer:
     """Change the settings `settings` gives, the others staying, idempotent by key and only
     while the repository is at `expected_revision` when given."""
+    remote = None
     if isinstance(settings, Mapping) and settings.get("pull_request") is not None:
         remote = remote_of(get_repository(db, name).path)
-        settings = with_pull_request(settings, None if remote is None else remote.url) or {}
     request = RepositorySettingsRequest.from_mapping(
         {
             "name": name,
             "idempotency_key": idempotency_key,
-            "settings": dict(settings) if isinstance(settings, Mapping) else settings,
+            "settings": with_pull_request(settings, remote),
             "expected_revision": expected_revision,
         }
     )
