@@ -9,10 +9,12 @@ import base64
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import apsw
 import pytest
 from aios_ledger.core import LedgerError
+from aios_ledger.core.git.forges import is_loopback_host
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.remotes import (
     Credentials,
@@ -20,7 +22,6 @@ from aios_ledger.shell.git.remotes import (
     check_credentials,
     git_environment,
     git_options,
-    is_loopback,
     redact,
     remote_kind,
     save_remote,
@@ -73,6 +74,9 @@ def test_a_url_with_a_credential_or_another_scheme_is_refused(location: str) -> 
 
 
 def test_only_loopback_hosts_are_loopback() -> None:
+    def is_loopback(url: str) -> bool:
+        return is_loopback_host(urlsplit(url).hostname or "")
+
     assert is_loopback("http://127.0.0.1:8080/x.git")
     assert is_loopback("http://localhost/x.git")
     assert is_loopback("http://[::1]:80/x.git")

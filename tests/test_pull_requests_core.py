@@ -12,7 +12,7 @@ import pytest
 from aios_ledger.core import LedgerError, LogTail, Timestamp, WritePlan, chain_of
 from aios_ledger.core.actors import Actor
 from aios_ledger.core.git import GovernedWriteRow
-from aios_ledger.core.git.forges import pull_request_text
+from aios_ledger.core.git.forges import PullRequestSetting, pull_request_text, route_pull_request
 from aios_ledger.core.git.pull_requests import (
     ForgeAnswer,
     PullRequestState,
@@ -164,3 +164,28 @@ def test_the_title_is_the_goals_first_line_and_the_body_names_who_did_what() -> 
         idempotency_key="k",
     )
     assert len(long.title) == 200 and "- attestation: none" in long.body
+
+
+def test_the_route_names_the_base_and_the_token_file_or_why_no_forge_is_asked() -> None:
+    setting = PullRequestSetting.from_mapping(
+        {"forge": "github", "api_url": "https://api.github.com", "project": "acme/widgets"}
+    )
+    remote = {"remote_scheme": "https", "remote_token_file": "/run/token"}
+    route = route_pull_request(setting, head_branch="main", **remote)
+    assert (route.base, route.token_file, route.refusal) == ("main", "/run/token", None)
+    own = PullRequestSetting.from_mapping(
+        {**setting.public(), "base_branch": "develop", "token_file": "/run/forge-token"}
+    )
+    route = route_pull_request(own, head_branch="main", **remote)
+    assert (route.base, route.token_file) == ("develop", "/run/forge-token")
+    no_base = route_pull_request(setting, head_branch=None, **remote).refusal
+    assert no_base is not None and no_base[0] == "PULL_REQUEST_REFUSED"
+    ssh = route_pull_request(
+        setting, head_branch="main", remote_scheme="ssh", remote_token_file=None
+    ).refusal
+    assert ssh is not None and ssh[0] == "PULL_REQUEST_AUTH_REFUSED"
+    assert (
+        "PULL_REQUEST_SETTING_INVALID: pull_request: this repository has no HTTPS token" in ssh[1]
+    )
+    unread = route_pull_request(setting, head_branch="main", **remote, remote_unreadable="bad")
+    assert unread.refusal == ("PULL_REQUEST_AUTH_REFUSED", "bad")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from typing import NotRequired, TypedDict, cast
 
 from aios_ledger.core.git.records import GovernedWriteRow, ProposalRow, RepositoryRow, ScanChargeRow
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue
@@ -70,16 +70,11 @@ class ScanChargeAnswer(TypedDict):
 
 
 def scan_charge_answer(row: ScanChargeRow) -> ScanChargeAnswer:
-    return {
-        "charge_id": row.charge_id,
-        "task_id": row.task_id,
-        "attempt": row.attempt,
-        "agent_id": row.agent_id,
-        "repository": row.repository,
-        "code": row.code,
-        "scan_bytes": row.scan_bytes,
-        "scan_seconds": row.scan_seconds,
-    }
+    """The charge's row, by the answer's field names."""
+    columns = row._asdict()
+    return cast(
+        ScanChargeAnswer, {name: columns[name] for name in ScanChargeAnswer.__annotations__}
+    )
 
 
 class WriteAnswer(TypedDict):

@@ -187,29 +187,19 @@ SETTINGS_OPERATION = "repository_settings"
 
 def _settings_answer(change: RepositorySettingsChangeRow) -> RepositorySettingsAnswer:
     stored = change.response()
-    settings, changed, revision = (
-        stored.get("settings"),
-        stored.get("changed"),
-        stored.get("revision"),
-    )
+    changed = stored.get("changed")
     if (
-        not isinstance(settings, dict)
+        not isinstance(stored.get("settings"), dict)
         or not isinstance(changed, list)
         or not all(isinstance(name, str) for name in changed)
-        or not isinstance(revision, int)
+        or not isinstance(stored.get("revision"), int)
     ):
         raise LedgerError(
             "GIT_ROW_CORRUPT",
             f"repository_settings_changes {change.idempotency_key}: response_json",
         )
-    return {
-        "name": change.repository,
-        "idempotency_key": change.idempotency_key,
-        "revision": revision,
-        "settings": settings,
-        "changed": [str(name) for name in changed],
-        "idempotent": True,
-    }
+    answer = {**stored, "name": change.repository, "idempotency_key": change.idempotency_key}
+    return cast(RepositorySettingsAnswer, {**answer, "idempotent": True})
 
 
 def decide_change_repository_settings(
@@ -569,12 +559,17 @@ def _lease_write(
     return guarded_update(Statement.WRITER_LEASE_CAS_UPDATE, row, lease.revision), row
 
 
-def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
+def require_key_of_task(prior: GovernedWriteRow, task_id: str) -> None:
+    """A write's key answers only the task it was first used for."""
     if prior.task_id != task_id:
         raise LedgerError(
             "IDEMPOTENCY_CONFLICT",
             f"key {prior.idempotency_key!r} was first used for task {prior.task_id!r}",
         )
+
+
+def _replay_write(prior: GovernedWriteRow, task_id: str) -> Replay[WriteAnswer]:
+    require_key_of_task(prior, task_id)
     if prior.state == INTENDED:
         raise LedgerError(
             "WRITE_IN_DOUBT",

@@ -123,6 +123,42 @@ def resolve_setting(raw: object, remote_url: str | None) -> PullRequestSetting:
     return PullRequestSetting.from_mapping(given)
 
 
+@attrs.frozen
+class PullRequestRoute:
+    """Where a landed write's request goes: into `base`, with the token in `token_file`; or
+    `refusal` (code, message): why no forge is asked."""
+
+    base: str | None
+    token_file: str | None
+    refusal: tuple[str, str] | None = None
+
+
+def route_pull_request(
+    setting: PullRequestSetting,
+    *,
+    head_branch: str | None,
+    remote_scheme: str | None,
+    remote_token_file: str | None,
+    remote_unreadable: str | None = None,
+) -> PullRequestRoute:
+    """The base branch (the setting's, else the repository's HEAD branch) and the token's file
+    (the setting's own, else an HTTPS remote's): without either the request is refused."""
+    base = setting.base_branch or head_branch
+    token_file = setting.token_file
+    if token_file is None and remote_scheme not in (None, "ssh"):
+        token_file = remote_token_file
+    if not base:
+        return PullRequestRoute(
+            None, None, (REFUSED, "the repository has no HEAD branch: set base_branch")
+        )
+    if remote_unreadable is not None:
+        return PullRequestRoute(base, None, (AUTH_REFUSED, remote_unreadable))
+    if token_file is None:
+        missing = _invalid("this repository has no HTTPS token: give the setting a token_file")
+        return PullRequestRoute(base, None, (AUTH_REFUSED, str(missing)))
+    return PullRequestRoute(base, token_file)
+
+
 # --- what the request says ------------------------------------------------------------------------
 
 

@@ -14,8 +14,6 @@ HEADS = "refs/heads/"
 DEFAULT_PROTECTED = ("main", "master", "release/*")
 # The branches whose write is a write to the mainline (`direct_main_write`).
 MAINLINE = ("main", "master")
-MAX_PATTERNS = 64
-MAX_PATTERN = 200
 # The facts the ledger computes from a proposal, in the names results state them by.
 FACT_FLAGS = ("direct_main_write", "force_push", "protected_ref_bypass", "secret_material_exposed")
 

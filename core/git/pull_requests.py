@@ -1,10 +1,6 @@
-"""Pull requests after a governed write, purely: the sealed event that records what the forge
-answered for a write that landed.
-
-A write is proposed into its base branch once: the ledger's own sealed `PULL_REQUEST_OPENED` event
-for the write's key answers every later ask, and a forge's refusal is sealed as
-`PULL_REQUEST_FAILED` (the write standing) until the same write is asked again.
-"""
+"""Pull requests after a governed write, purely: a sealed `PULL_REQUEST_OPENED` for the write's
+key answers every later ask; a forge's refusal is sealed as `PULL_REQUEST_FAILED`, the write
+standing, until the same write is asked again."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import attrs
 from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.policy import require_stated_work
 from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS
@@ -13,6 +14,7 @@ from aios_ledger.core.git.settings import (
     DEFAULT_AGENT_SCAN_BYTES,
     DEFAULT_AGENT_SCAN_SECONDS,
     DEFAULT_AGENT_SCAN_WINDOW_SECONDS,
+    DEFAULT_SETTINGS,
     RepositorySettings,
 )
 from aios_ledger.core.jsonvalue import JsonObject, JsonValue, loads_document, loads_object
@@ -74,30 +76,17 @@ class RepositoryRow(NamedTuple):
         return _texts(GOVERNED_REPOSITORIES, self.name, "protected_json", self.protected_json)
 
     def settings(self) -> RepositorySettings:
+        """The settings its columns hold, each as its setting's type (`allow_gitlinks` a bool)."""
+        row = self._asdict()
         return RepositorySettings(
-            secrets_baseline_json=self.secrets_baseline_json,
-            secrets_baseline_sha256=self.secrets_baseline_sha256,
-            scan_max_bytes=int(self.scan_max_bytes),
-            scan_max_seconds=float(self.scan_max_seconds),
-            allow_gitlinks=bool(self.allow_gitlinks),
-            agent_scan_max_bytes=int(self.agent_scan_max_bytes),
-            agent_scan_max_seconds=float(self.agent_scan_max_seconds),
-            agent_scan_window_seconds=int(self.agent_scan_window_seconds),
-            pull_request_json=self.pull_request_json,
+            **{
+                name: row[name] if default is None else type(default)(row[name])
+                for name, default in attrs.asdict(DEFAULT_SETTINGS).items()
+            }
         )
 
     def with_settings(self, settings: RepositorySettings) -> RepositoryRow:
-        return self._replace(
-            secrets_baseline_json=settings.secrets_baseline_json,
-            secrets_baseline_sha256=settings.secrets_baseline_sha256,
-            scan_max_bytes=settings.scan_max_bytes,
-            scan_max_seconds=settings.scan_max_seconds,
-            allow_gitlinks=1 if settings.allow_gitlinks else 0,
-            agent_scan_max_bytes=settings.agent_scan_max_bytes,
-            agent_scan_max_seconds=settings.agent_scan_max_seconds,
-            agent_scan_window_seconds=settings.agent_scan_window_seconds,
-            pull_request_json=settings.pull_request_json,
-        )
+        return self._replace(**settings.columns())
 
 
 class RepositorySettingsChangeRow(NamedTuple):
@@ -109,10 +98,6 @@ class RepositorySettingsChangeRow(NamedTuple):
     revision: int
     response_json: str
     created_at: str
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RepositorySettingsChangeRow:
-        return record_from_row(cls, row)
 
     def image(self) -> RowImage:
         return row_image(REPOSITORY_SETTINGS_CHANGES, self.idempotency_key, self._asdict())
@@ -183,10 +168,6 @@ class ScanChargeRow(NamedTuple):
     scan_seconds: float
     created_at: str
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> ScanChargeRow:
-        return record_from_row(cls, row)
-
     def image(self) -> RowImage:
         return row_image(AGENT_SCAN_CHARGES, self.charge_id, self._asdict())
 
@@ -201,10 +182,6 @@ class WriterLeaseRow(NamedTuple):
     generation: int
     revision: int
     updated_at: str
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> WriterLeaseRow:
-        return record_from_row(cls, row)
 
     def image(self) -> RowImage:
         return row_image(WRITER_LEASES, self.lease_id, self._asdict())

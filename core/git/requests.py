@@ -12,19 +12,26 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.git.settings import SettingsChange, SpentBytes, SpentSeconds
 from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.kinds import Between, Identifier, OneOf, Sha256Hex, Text
-from aios_ledger.core.structuring import NOT_PUBLIC, structure, unstructure
+from aios_ledger.core.structuring import NOT_PUBLIC, Structured, structure, unstructure
 from aios_ledger.core.tasks.requests import LeaseToken
 
-MAX_PROPOSAL_FILES = 10000
 MAX_PATH = 1000
 MAX_SECRETS = 1000
-MAX_REFS = 256
 # A protected pattern: a branch glob or a full ref glob, without whitespace.
 PATTERN = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
 
 PathText = Annotated[str, Text(max_length=MAX_PATH)]
 RepositoryName = Annotated[str, Text(max_length=300, pattern=REPOSITORY)]
 RefName = Annotated[str, Text(max_length=300, pattern=re.compile(r"^(HEAD|refs/heads/\S+)$"))]
+
+
+class _Request(Structured):
+    """A request read strictly by `from_mapping`; its canonical form is every public field."""
+
+    __slots__ = ()
+
+    def public(self) -> JsonObject:
+        return unstructure(self)
 
 
 def _with_settings(raw: object) -> tuple[object, object]:
@@ -104,8 +111,10 @@ class SecretFinding:
 
 
 @attrs.frozen
-class ProposalRecord:
+class ProposalRecord(_Request):
     """A proposal as the shell found it in quarantine, recorded under the task's lease."""
+
+    WHAT = "proposal"
 
     task_id: Identifier
     bundle_sha256: Sha256Hex
@@ -121,17 +130,12 @@ class ProposalRecord:
     scan_bytes: SpentBytes = 0
     scan_seconds: SpentSeconds = 0.0
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> ProposalRecord:
-        return structure(raw, cls, what="proposal")
-
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
-class ScanCharge:
+class ScanCharge(_Request):
     """A scan refused over its budget, and what it had spent, as the shell measured it."""
+
+    WHAT = "scan charge"
 
     task_id: Identifier
     attempt: Annotated[int, Between(1, 2**31 - 1)]
@@ -141,32 +145,22 @@ class ScanCharge:
     scan_bytes: SpentBytes
     scan_seconds: SpentSeconds
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> ScanCharge:
-        return structure(raw, cls, what="scan charge")
-
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
-class WriteRequest:
+class WriteRequest(_Request):
     """`aios-ledger write TASK_ID --json FILE`: the key makes the write idempotent."""
+
+    WHAT = "governed write"
 
     task_id: Identifier
     idempotency_key: Identifier
 
-    @classmethod
-    def from_mapping(cls, raw: object) -> WriteRequest:
-        return structure(raw, cls, what="governed write")
-
-    def public(self) -> JsonObject:
-        return unstructure(self)
-
 
 @attrs.frozen
-class WriteOutcome:
+class WriteOutcome(_Request):
     """An intended write's ref as read, whether git's swap moved it, and whether after a crash."""
+
+    WHAT = "write outcome"
 
     idempotency_key: Identifier
     observed_oid: ObjectId | None
@@ -174,10 +168,3 @@ class WriteOutcome:
     recovered: bool
     # Why a remote refused to move the ref when it still holds the old id (an error code).
     refused_code: Annotated[str, Text(max_length=100)] | None = None
-
-    @classmethod
-    def from_mapping(cls, raw: object) -> WriteOutcome:
-        return structure(raw, cls, what="write outcome")
-
-    def public(self) -> JsonObject:
-        return unstructure(self)

@@ -109,7 +109,7 @@ class RepositorySettings:
             loads_object(self.pull_request_json, what="pull_request")
         )
 
-    def columns(self) -> dict[str, str | int | float | None]:
+    def columns(self) -> dict[str, Any]:
         """The settings as the repository's columns hold them (`allow_gitlinks` 0 or 1)."""
         return {**attrs.asdict(self), "allow_gitlinks": 1 if self.allow_gitlinks else 0}
 

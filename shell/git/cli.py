@@ -7,12 +7,13 @@ import argparse
 import os
 from typing import Any
 
+import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import RemoteSettings
 from aios_ledger.core.git import ProposalRow
 from aios_ledger.core.git.answers import proposal_answer
 from aios_ledger.core.git.forges import FORGES
-from aios_ledger.core.records import record_from_row
+from aios_ledger.core.git.settings import DEFAULT_SETTINGS, OPTIONS
 from aios_ledger.shell.cli_support import (
     database_path,
     open_database,
@@ -23,7 +24,7 @@ from aios_ledger.shell.cli_support import (
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.db.engines import is_database_url
 from aios_ledger.shell.git.proposals import DEFAULT_LIMITS, admitted_context, record_proposal
-from aios_ledger.shell.git.remotes import credentials_of, remote_kind
+from aios_ledger.shell.git.remotes import Credentials, credentials_of, remote_kind
 from aios_ledger.shell.git.repos import (
     add_remote_repository,
     add_repository,
@@ -33,72 +34,47 @@ from aios_ledger.shell.git.repos import (
     show_repository,
 )
 
-# The settings options of `repo add` and `repo settings`: (option, setting, what it parses to).
-_NUMBER_OPTIONS = (
-    (
-        "--scan-max-bytes",
-        "scan_max_bytes",
-        "N",
-        int,
-        "the bytes one proposal may bring to be scanned (default 67108864)",
-    ),
-    (
-        "--scan-max-seconds",
-        "scan_max_seconds",
-        "S",
-        float,
-        "the seconds one proposal's scan may take (default 20)",
-    ),
-    (
-        "--agent-scan-max-bytes",
-        "agent_scan_max_bytes",
-        "N",
-        int,
-        "the bytes of scanning one agent's proposals may cost per window (default 1073741824)",
-    ),
-    (
-        "--agent-scan-max-seconds",
-        "agent_scan_max_seconds",
-        "S",
-        float,
-        "the seconds of scanning one agent's proposals may cost per window (default 600)",
-    ),
-    (
-        "--agent-scan-window",
-        "agent_scan_window_seconds",
-        "S",
-        int,
-        "the window of the agent budget, in whole seconds, 60 to 2592000 (default 3600)",
-    ),
-)
+# The number settings of `repo add` and `repo settings` (option, metavar: `OPTIONS`), each's help.
+_NUMBER_HELP = {
+    "scan_max_bytes": "the bytes one proposal may bring to be scanned (default 67108864)",
+    "scan_max_seconds": "the seconds one proposal's scan may take (default 20)",
+    "agent_scan_max_bytes": "the bytes of scanning one agent's proposals may cost per window"
+    " (default 1073741824)",
+    "agent_scan_max_seconds": "the seconds of scanning one agent's proposals may cost per window"
+    " (default 600)",
+    "agent_scan_window_seconds": "the window of the agent budget, in whole seconds, 60 to 2592000"
+    " (default 3600)",
+}
 
-# The pull request's options beside `--pull-requests FORGE`: (option, value, what it sets).
+# The pull request's options beside `--pull-requests FORGE`: (option, setting, value, help).
 _PULL_REQUEST_OPTIONS = (
     (
         "--forge-api",
+        "api_url",
         "URL",
         "the forge's REST API (default: derived from the remote's URL, e.g."
         " https://api.github.com, https://HOST/api/v1 for Gitea, https://HOST/api/v4 for GitLab)",
     ),
-    ("--forge-project", "OWNER/NAME", "the project on the forge (default: the remote's path)"),
+    (
+        "--forge-project",
+        "project",
+        "OWNER/NAME",
+        "the project on the forge (default: the remote's path)",
+    ),
     (
         "--pull-request-base",
+        "base_branch",
         "BRANCH",
         "the branch requests are opened into (default: the repository's HEAD branch)",
     ),
     (
         "--forge-token-file",
+        "token_file",
         "FILE",
         "a file holding the forge's token (default: the remote's --token-file); it needs"
         " pull-request permission",
     ),
 )
-_SETTING_OF = {
-    "--forge-api": "api_url",
-    "--forge-project": "project",
-    "--pull-request-base": "base_branch",
-    "--forge-token-file": "token_file",
-}
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -198,16 +174,7 @@ def remote_options(parser: argparse.ArgumentParser, *, mirror: bool = True) -> N
 
 def refuse_remote_options(args: argparse.Namespace) -> None:
     """A local repository takes none of the remote options given on the command line."""
-    names = (
-        "mirror",
-        "ssh_key",
-        "known_hosts",
-        "token_file",
-        "token_user",
-        "ca_bundle",
-        "key_credential",
-        "token_credential",
-    )
+    names = ("mirror", *attrs.fields_dict(Credentials))
     if any(getattr(args, name, None) is not None for name in names):
         raise LedgerError("REMOTE_URL_INVALID", "the remote options are for a remote URL")
 
@@ -257,8 +224,9 @@ def _settings_options(parser: argparse.ArgumentParser, *, changing: bool) -> Non
             const=False,
             help="refuse gitlinks again",
         )
-    for option, _setting, metavar, _kind, purpose in _NUMBER_OPTIONS:
-        parser.add_argument(option, metavar=metavar, help=purpose)
+    for setting, purpose in _NUMBER_HELP.items():
+        option, metavar = OPTIONS[setting].split()
+        parser.add_argument(option, dest=setting, metavar=metavar, help=purpose)
     pull_requests = parser.add_mutually_exclusive_group() if changing else parser
     pull_requests.add_argument(
         "--pull-requests",
@@ -274,7 +242,7 @@ def _settings_options(parser: argparse.ArgumentParser, *, changing: bool) -> Non
             action="store_true",
             help="open no more pull requests",
         )
-    for option, metavar, purpose in _PULL_REQUEST_OPTIONS:
+    for option, _setting, metavar, purpose in _PULL_REQUEST_OPTIONS:
         parser.add_argument(option, metavar=metavar, help=purpose)
 
 
@@ -282,10 +250,10 @@ def _pull_request_of(args: argparse.Namespace) -> dict[str, Any] | None:
     """The pull request's setting the options give (the rest derived from the remote's URL)."""
     given = {
         setting: getattr(args, option.lstrip("-").replace("-", "_"))
-        for option, setting in _SETTING_OF.items()
+        for option, setting, _, _ in _PULL_REQUEST_OPTIONS
     }
     if args.pull_requests is None:
-        named = [option for option, _, _ in _PULL_REQUEST_OPTIONS if given[_SETTING_OF[option]]]
+        named = [option for option, setting, _, _ in _PULL_REQUEST_OPTIONS if given[setting]]
         if named:
             raise LedgerError(
                 "PULL_REQUEST_SETTING_INVALID", f"{', '.join(named)} go with --pull-requests FORGE"
@@ -308,23 +276,21 @@ def _number(option: str, text: str, kind: type) -> int | float:
 
 def _settings_of(args: argparse.Namespace) -> dict[str, Any]:
     """The settings the options give (the baseline file read), by setting name."""
-    settings: dict[str, Any] = {}
-    if args.secrets_baseline is not None:
-        settings["secrets_baseline"] = read_baseline(args.secrets_baseline)
-    if getattr(args, "clear_secrets_baseline", False):
-        settings["clear_secrets_baseline"] = True
-    if args.allow_gitlinks is not None:
-        settings["allow_gitlinks"] = args.allow_gitlinks
-    for option, setting, _metavar, kind, _purpose in _NUMBER_OPTIONS:
-        text = getattr(args, option.lstrip("-").replace("-", "_"))
-        if text is not None:
-            settings[setting] = _number(option, text, kind)
-    pull_request = _pull_request_of(args)
-    if pull_request is not None:
-        settings["pull_request"] = pull_request
-    if getattr(args, "clear_pull_request", False):
-        settings["clear_pull_request"] = True
-    return settings
+    baseline = args.secrets_baseline
+    settings: dict[str, Any] = {
+        "secrets_baseline": None if baseline is None else read_baseline(baseline),
+        "clear_secrets_baseline": getattr(args, "clear_secrets_baseline", False) or None,
+        "allow_gitlinks": args.allow_gitlinks,
+    }
+    for setting in _NUMBER_HELP:
+        text = getattr(args, setting)
+        kind = type(getattr(DEFAULT_SETTINGS, setting))
+        settings[setting] = (
+            None if text is None else _number(OPTIONS[setting].split()[0], text, kind)
+        )
+    settings["pull_request"] = _pull_request_of(args)
+    settings["clear_pull_request"] = getattr(args, "clear_pull_request", False) or None
+    return {name: value for name, value in settings.items() if value is not None}
 
 
 def _repo_add(args: argparse.Namespace) -> Any:
@@ -400,9 +366,8 @@ def _proposals(args: argparse.Namespace) -> Any:
         rows = db.read(
             lambda conn: fetch_all(conn, "task_proposals_of_task", {"task_id": args.task_id})
         )
-    answers = []
-    for row in rows:
-        answer = dict(proposal_answer(record_from_row(ProposalRow, row), idempotent=False))
-        answer.pop("idempotent")
-        answers.append(answer)
-    return answers
+    answers = [proposal_answer(ProposalRow.from_row(row), idempotent=False) for row in rows]
+    return [
+        {name: value for name, value in answer.items() if name != "idempotent"}
+        for answer in answers
+    ]

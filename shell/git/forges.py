@@ -1,9 +1,6 @@
 """The forges' REST APIs for a pull request (GitHub, Gitea/Forgejo) or merge request (GitLab):
-find the open request from a head branch into a base branch, else open one.
-
-Each forge is three facts: how the token is sent, where an open request with that head and base is
-looked up, and where one is created. The token is read from its file when a request is sent and
-sent in a header only; every message that leaves here has it redacted.
+find the open request from a head branch into a base branch, else open one. The token is sent in
+a header only, and redacted from every message that leaves here.
 """
 
 from __future__ import annotations

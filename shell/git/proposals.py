@@ -54,7 +54,14 @@ from aios_ledger.shell.git.repos import (
     repository_row,
     require_repository,
 )
-from aios_ledger.shell.git.runner import check_ref_format, is_ancestor, run_git
+from aios_ledger.shell.git.runner import (
+    check_ref_format,
+    is_ancestor,
+    object_sizes,
+    raw_diff,
+    read_objects,
+    run_git,
+)
 from aios_ledger.shell.git.secret_scan import (
     added_by_commits,
     commits_after,
@@ -229,25 +236,14 @@ def added_entries(git_dir: str, tips: list[str], base: str) -> list[TreeEntry]:
 
 
 def _symlink_targets(git_dir: str, oids: list[str]) -> dict[str, str]:
-    """Each symbolic link blob's bytes (its target), read in one `cat-file --batch`."""
-    if not oids:
-        return {}
-    out = run_git(
-        ["--git-dir", git_dir, "cat-file", "--batch"],
-        stdin="".join(f"{oid}\n" for oid in oids).encode(),
-        max_output=64 << 20,
-    ).stdout
+    """Each symbolic link blob's bytes (its target)."""
+    objects = read_objects(git_dir, oids, max_output=64 << 20) if oids else {}
     targets: dict[str, str] = {}
-    at = 0
     for oid in oids:
-        header_end = out.index(b"\n", at)
-        header = out[at:header_end].decode("ascii", "replace").split(" ")
-        if len(header) != 3 or header[0] != oid or header[1] != "blob":
+        kind, content = objects.get(oid, ("missing", b""))
+        if kind != "blob":
             raise LedgerError("BUNDLE_INVALID", f"the symbolic link {oid} is not a blob")
-        size = int(header[2])
-        content = out[header_end + 1 : header_end + 1 + size]
         targets[oid] = content.decode("utf-8", "backslashreplace")
-        at = header_end + 1 + size + 1
     return targets
 
 
@@ -273,18 +269,13 @@ def changed_files(git_dir: str, base: str, head: str, limits: ProposalLimits) ->
         ["--git-dir", git_dir, "diff-tree", "-r", "-z", "--no-renames", "--raw", base, head],
         max_output=64 * 1024 * 1024,
     ).stdout
-    parts = raw.split(b"\0")
     changes: list[_Change] = []
-    index = 0
-    while index + 1 < len(parts) and parts[index]:
-        meta = parts[index].decode("ascii", "replace").lstrip(":").split(" ")
-        name = parts[index + 1].decode("utf-8", "surrogateescape")
-        index += 2
+    for meta, raw_name in raw_diff(raw):
         if len(meta) < 5:
             raise LedgerError("BUNDLE_INVALID", "git diff-tree said what it never says")
         try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
+            name = raw_name.decode("utf-8")
+        except UnicodeDecodeError:
             raise LedgerError("BUNDLE_INVALID", "a changed file's name is not UTF-8") from None
         changes.append(_Change(name, meta[3], meta[1], meta[4].startswith("D")))
         if len(changes) > limits.max_files:
@@ -292,22 +283,6 @@ def changed_files(git_dir: str, base: str, head: str, limits: ProposalLimits) ->
                 "PROPOSAL_TOO_LARGE", f"the proposal changes more than {limits.max_files} files"
             )
     return changes
-
-
-def blob_sizes(git_dir: str, oids: list[str]) -> dict[str, int]:
-    if not oids:
-        return {}
-    batch_check = "--batch-check=%(objectname) %(objecttype) %(objectsize)"
-    found = run_git(
-        ["--git-dir", git_dir, "cat-file", batch_check],
-        stdin="".join(f"{oid}\n" for oid in oids).encode(),
-    )
-    sizes: dict[str, int] = {}
-    for line in found.text.splitlines():
-        oid, kind, size = ([*line.split(" "), "", ""])[:3]
-        if kind == "blob":
-            sizes[oid] = int(size)
-    return sizes
 
 
 def describe_bundle(
@@ -339,7 +314,8 @@ def describe_bundle(
         added = added_entries(git_dir, tips, base_oid)
         require_safe_entries(added, allow_gitlinks=settings.allow_gitlinks)
         changes = changed_files(git_dir, base_oid, head, limits)
-        sizes = blob_sizes(git_dir, sorted({c.oid for c in changes if not c.deleted}))
+        blobs = sorted({c.oid for c in changes if not c.deleted})
+        sizes = object_sizes(git_dir, blobs, kind="blob") if blobs else {}
         too_big = sorted(c.path for c in changes if sizes.get(c.oid, 0) > limits.max_file_bytes)
         if too_big:
             raise LedgerError(

@@ -1,15 +1,10 @@
 """Governed repositories on a git server: the ledger's bare mirror of each, its credentials,
 and the push that is the remote's compare-and-swap.
 
-A remote repository is governed through a bare mirror under the ledger's state: every check of
-a proposal and every workspace reads the mirror, fetched from the remote before a workspace is
-made and before a write; only the governed write talks to the remote with a credential. The
-credential is the ledger's alone: an SSH key with a pinned known_hosts file, or an HTTPS token
-read from a file when git runs and handed to git in its environment (`GIT_CONFIG_*`), never in
-its argv, a URL, a row, an event or a workspace. The key or token file may be a systemd
-credential, named and found in `$CREDENTIALS_DIRECTORY` each time git runs (the unit's folder
-is its own). The mirror keeps where its remote is and which credential files or names to use in
-`aios-remote.json` (paths and names only, no secret).
+Checks and workspaces read the mirror; only the governed write talks to the remote with a
+credential, the ledger's alone: an SSH key with a pinned known_hosts file, or an HTTPS token handed
+to git in its environment, never in its argv, a URL, a row, an event or a workspace. The mirror's
+`aios-remote.json` names the remote and the credential's files or systemd credentials, no secret.
 """
 
 from __future__ import annotations
@@ -28,7 +23,6 @@ from urllib.parse import urlsplit
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.core.config import DEFAULT_TOKEN_USER, RemoteSettings
-from aios_ledger.core.git.forges import is_loopback_host
 from aios_ledger.shell.git.runner import STDERR_TAIL, GitResult, read_ref, run_git
 
 REMOTE_FILE = "aios-remote.json"
@@ -38,6 +32,8 @@ MAX_TOKEN_BYTES = 16 * 1024
 CREDENTIALS_DIRECTORY = "CREDENTIALS_DIRECTORY"
 # A systemd credential's name: what `LoadCredential=NAME:...` accepts, and never a path.
 _CREDENTIAL_NAME = re.compile(r"(?!\.\.?$)[A-Za-z0-9_.@+-]{1,255}")
+# The credentials given by a systemd credential's name, in place of a file.
+_CREDENTIAL_NAMES = ("key_credential", "token_credential")
 
 URL_INVALID = "REMOTE_URL_INVALID"
 CREDENTIAL_INVALID = "REMOTE_CREDENTIAL_INVALID"
@@ -56,42 +52,33 @@ NOTES_IDENTITY = ("-c", "user.name=aios-ledger", "-c", "user.email=aios-ledger@l
 
 # What git and ssh print for each cause, tried in this order (a host key problem first: ssh
 # follows it with a disconnect that would read as unreachable).
-_CAUSES = (
-    (
-        HOST_KEY_REFUSED,
-        re.compile(
+_CAUSES = {
+    code: re.compile(shape, re.IGNORECASE)
+    for code, shape in (
+        (
+            HOST_KEY_REFUSED,
             r"Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED"
             r"|host key .* is not known|No .* host key is known",
-            re.IGNORECASE,
         ),
-    ),
-    (
-        CERTIFICATE_REFUSED,
-        re.compile(
+        (
+            CERTIFICATE_REFUSED,
             r"SSL certificate problem|server certificate verification failed"
             r"|certificate verify failed|unable to get local issuer certificate",
-            re.IGNORECASE,
         ),
-    ),
-    (
-        AUTH_REFUSED,
-        re.compile(
+        (
+            AUTH_REFUSED,
             r"Permission denied \(|Authentication failed|could not read Username"
             r"|could not read Password|error: 40[13]|HTTP 40[13]|returned error: 40[13]",
-            re.IGNORECASE,
         ),
-    ),
-    (
-        UNREACHABLE,
-        re.compile(
+        (
+            UNREACHABLE,
             r"Could not resolve host|Connection refused|Connection timed out|Failed to connect"
             r"|Connection reset|Connection closed|Network is unreachable|No route to host"
             r"|unexpected disconnect|remote end hung up|early EOF|Operation timed out"
             r"|kex_exchange_identification|Empty reply from server|Could not read from remote",
-            re.IGNORECASE,
         ),
-    ),
-)
+    )
+}
 # A scp-like address, `[user@]host:path` (a colon before any slash).
 _SCP_LIKE = re.compile(
     r"^(?:[^@/:\s-][^@/:\s]*@)?(?:[A-Za-z0-9][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\]):(?!//)([^:].*)$"
@@ -129,15 +116,12 @@ class Credentials:
 
 def credentials_of(settings: RemoteSettings) -> Credentials:
     """The credential files `[remote]` names, with the command line's flags over it."""
-    return Credentials(
-        ssh_key=settings.ssh_key,
-        known_hosts=settings.known_hosts,
-        token_file=settings.token_file,
-        token_user=settings.token_user,
-        ca_bundle=settings.ca_bundle,
-        key_credential=settings.key_credential,
-        token_credential=settings.token_credential,
-    )
+    return Credentials(**{name: getattr(settings, name) for name in attrs.fields_dict(Credentials)})
+
+
+def _option(name: str) -> str:
+    """The command-line option of a credential's field (`ssh_key`: `--ssh-key`)."""
+    return "--" + name.replace("_", "-")
 
 
 def credential_file(name: str, option: str) -> str:
@@ -175,10 +159,8 @@ class Remote:
 
     def public(self) -> dict[str, Any]:
         """What answers show of the remote: the URL, and which kind of credential it takes."""
-        return {"url": self.url, "scheme": self.scheme, "credential": self._credential_kind()}
-
-    def _credential_kind(self) -> str:
-        return "ssh-key" if self.scheme == "ssh" else "token"
+        credential = "ssh-key" if self.scheme == "ssh" else "token"
+        return {"url": self.url, "scheme": self.scheme, "credential": credential}
 
 
 def remote_kind(location: str) -> str | None:
@@ -217,21 +199,9 @@ def _shown_url(location: str) -> str:
     return re.sub(r"//[^/@]*@", "//", location)[:300]
 
 
-def is_loopback(url: str) -> bool:
-    return is_loopback_host(urlsplit(url).hostname or "")
-
-
 def check_credentials(kind: str, credentials: Credentials) -> Credentials:
     """The credentials with absolute paths, each file and systemd credential readable; the
     kind's own required."""
-    options = {
-        "ssh_key": "--ssh-key",
-        "known_hosts": "--known-hosts",
-        "token_file": "--token-file",
-        "ca_bundle": "--ca-bundle",
-        "key_credential": "--key-credential",
-        "token_credential": "--token-credential",
-    }
     # Each credential the kind needs, from either of its sources.
     needed = (
         (("ssh_key", "key_credential"), ("known_hosts",))
@@ -241,7 +211,7 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
     for sources in needed:
         given = [name for name in sources if getattr(credentials, name) is not None]
         named = " or ".join(
-            f"{options[name]} {'NAME' if name.endswith('credential') else 'FILE'}"
+            f"{_option(name)} {'NAME' if name.endswith('credential') else 'FILE'}"
             for name in sources
         )
         if not given:
@@ -254,18 +224,18 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
     if kind == "https":
         allowed.add("ca_bundle")
     misplaced = [
-        option
-        for name, option in options.items()
+        _option(name)
+        for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle", *_CREDENTIAL_NAMES)
         if getattr(credentials, name) is not None and name not in allowed
     ]
     if misplaced:
         raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes no {', '.join(misplaced)}")
     if not re.fullmatch(r"[A-Za-z0-9._@+-]{1,200}", credentials.token_user):
         raise LedgerError(CREDENTIAL_INVALID, "--token-user: letters, digits and ._@+-")
-    for name in ("key_credential", "token_credential"):
+    for name in _CREDENTIAL_NAMES:
         credential = getattr(credentials, name)
         if credential is not None:
-            credential_file(credential, options[name])
+            credential_file(credential, _option(name))
     resolved: dict[str, str] = {}
     for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle"):
         path = getattr(credentials, name)
@@ -273,7 +243,7 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
             continue
         absolute = os.path.abspath(path)
         if not os.path.isfile(absolute) or not os.access(absolute, os.R_OK):
-            raise LedgerError(CREDENTIAL_INVALID, f"{options[name]}: {path[:200]!r} is no file")
+            raise LedgerError(CREDENTIAL_INVALID, f"{_option(name)}: {path[:200]!r} is no file")
         resolved[name] = absolute
     return attrs.evolve(credentials, **resolved)
 
@@ -344,27 +314,17 @@ def git_environment(remote: Remote) -> dict[str, str]:
     credentials = remote.credentials
     if remote.scheme == "ssh":
         assert credentials.known_hosts is not None
-        command = [
-            "ssh",
-            "-F",
-            "/dev/null",
-            "-i",
-            credentials.key_path(),
-            "-o",
+        command = ["ssh", "-F", "/dev/null", "-i", credentials.key_path()]
+        for option in (
             "IdentitiesOnly=yes",
-            "-o",
             "IdentityAgent=none",
-            "-o",
             "StrictHostKeyChecking=yes",
-            "-o",
             f"UserKnownHostsFile={credentials.known_hosts}",
-            "-o",
             "GlobalKnownHostsFile=/dev/null",
-            "-o",
             "BatchMode=yes",
-            "-o",
             "ConnectTimeout=30",
-        ]
+        ):
+            command += ["-o", option]
         return {"GIT_SSH_COMMAND": shlex.join(command), "GIT_SSH_VARIANT": "ssh"}
     basic = f"{credentials.token_user}:{read_token(credentials)}".encode()
     return {
@@ -378,7 +338,7 @@ def refusal(remote: Remote, result: GitResult, what: str) -> LedgerError:
     """The error of a failed git call on the remote: its cause's code, the server's message
     (credentials redacted)."""
     message = redact(result.stderr.decode("utf-8", "replace").strip(), remote)[-STDERR_TAIL:]
-    code = next((code for code, shape in _CAUSES if shape.search(message)), GIT_FAILED)
+    code = next((code for code, shape in _CAUSES.items() if shape.search(message)), GIT_FAILED)
     return LedgerError(code, f"{what} {remote.url}: {message or f'git exited {result.returncode}'}")
 
 

@@ -10,6 +10,7 @@ import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from aios_ledger.core import LedgerError
 from aios_ledger.core.git import (
@@ -26,7 +27,7 @@ from aios_ledger.core.git import (
     decide_register_repository,
 )
 from aios_ledger.core.git.answers import repository_answer
-from aios_ledger.core.git.forges import resolve_setting
+from aios_ledger.core.git.forges import is_loopback_host, resolve_setting
 from aios_ledger.core.git.settings import MAX_BASELINE_CHARS, baseline_document
 from aios_ledger.core.log import LEDGER_CHAIN
 from aios_ledger.shell.actors import current_actor
@@ -39,7 +40,6 @@ from aios_ledger.shell.git.remotes import (
     Remote,
     check_credentials,
     create_mirror,
-    is_loopback,
     remote_kind,
     remote_of,
 )
@@ -99,14 +99,12 @@ def read_baseline(path: str) -> str:
         ) from None
 
 
-def with_pull_request(
-    settings: Mapping[str, Any] | None, remote_url: str | None
-) -> Mapping[str, Any] | None:
-    """`settings` with the pull request's setting completed from the remote's URL, its token
-    file (if it names one) absolute and readable."""
+def with_pull_request(settings: object, remote: Remote | None) -> object:
+    """`settings` as a request takes them: the pull request's setting completed from the
+    remote's URL, its token file (if it names one) absolute and readable."""
     if not isinstance(settings, Mapping) or settings.get("pull_request") is None:
-        return settings
-    setting = resolve_setting(settings["pull_request"], remote_url)
+        return dict(settings) if isinstance(settings, Mapping) else settings
+    setting = resolve_setting(settings["pull_request"], None if remote is None else remote.url)
     if setting.token_file is not None and not os.access(setting.token_file, os.R_OK):
         raise LedgerError(
             "PULL_REQUEST_SETTING_INVALID",
@@ -138,14 +136,13 @@ def add_repository(
     raw_path = path if isinstance(path, str) else ""
     resolved = require_bare(raw_path) if raw_path else raw_path
     remote = remote_of(resolved) if resolved else None
-    settings = with_pull_request(settings, None if remote is None else remote.url)
     request = RegisterRepositoryRequest.from_mapping(
         {
             "name": name,
             "path": resolved,
             "protected": None if protected is None else list(protected),
             "default_protection": default_protection,
-            "settings": dict(settings) if isinstance(settings, Mapping) else settings,
+            "settings": with_pull_request(settings, remote),
             "remote_url": remote_url,
         }
     )
@@ -185,7 +182,7 @@ def add_remote_repository(
         raise LedgerError("REMOTE_URL_INVALID", f"{url[:300]!r} is not a remote URL")
     remote = Remote(url, kind, check_credentials(kind, credentials))
     warnings = []
-    if kind == "http" and not is_loopback(url):
+    if kind == "http" and not is_loopback_host(urlsplit(url).hostname or ""):
         warnings.append(
             f"{url} is plain http: the token and the code cross the network unencrypted;"
             " use https:// outside this machine"
@@ -229,14 +226,14 @@ def change_repository_settings(
 ) -> RepositorySettingsAnswer:
     """Change the settings `settings` gives, the others staying, idempotent by key and only
     while the repository is at `expected_revision` when given."""
+    remote = None
     if isinstance(settings, Mapping) and settings.get("pull_request") is not None:
         remote = remote_of(get_repository(db, name).path)
-        settings = with_pull_request(settings, None if remote is None else remote.url) or {}
     request = RepositorySettingsRequest.from_mapping(
         {
             "name": name,
             "idempotency_key": idempotency_key,
-            "settings": dict(settings) if isinstance(settings, Mapping) else settings,
+            "settings": with_pull_request(settings, remote),
             "expected_revision": expected_revision,
         }
     )
@@ -349,7 +346,4 @@ def get_repository(db: Database, name: str) -> RepositoryRow:
 
 def show_repository(db: Database, name: str) -> dict[str, object]:
     row = get_repository(db, name)
-    shown = _shown(row)
-    shown["registered_at"] = row.created_at
-    shown["updated_at"] = row.updated_at
-    return shown
+    return {**_shown(row), "registered_at": row.created_at, "updated_at": row.updated_at}

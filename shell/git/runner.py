@@ -10,7 +10,7 @@ import os
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import IO
 
@@ -183,3 +183,57 @@ def is_ancestor(git_dir: str, ancestor: str, descendant: str) -> bool:
     if found.returncode not in (0, 1):
         raise LedgerError("GIT_FAILED", found.stderr.decode("utf-8", "replace")[-STDERR_TAIL:])
     return found.returncode == 0
+
+
+def object_sizes(
+    git_dir: str, oids: Sequence[str], *, kind: str | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, int]:
+    """The size of each object of `oids` there is (of type `kind`, when given)."""
+    found = run_git(
+        [
+            "--git-dir",
+            git_dir,
+            "cat-file",
+            "--batch-check=%(objectname) %(objecttype) %(objectsize)",
+        ],
+        stdin="".join(f"{oid}\n" for oid in oids).encode(),
+        max_output=64 << 20,
+        timeout=timeout,
+    )
+    sizes: dict[str, int] = {}
+    for line in found.text.splitlines():
+        oid, found_kind, size = [*line.split(" "), "", ""][:3]
+        if size.isdigit() and kind in (None, found_kind):
+            sizes[oid] = int(size)
+    return sizes
+
+
+def read_objects(
+    git_dir: str, oids: Sequence[str], *, max_output: int, timeout: float = DEFAULT_TIMEOUT
+) -> dict[str, tuple[str, bytes]]:
+    """The type and content of each object of `oids` there is, read in one `cat-file --batch`."""
+    out = run_git(
+        ["--git-dir", git_dir, "cat-file", "--batch"],
+        stdin="".join(f"{oid}\n" for oid in oids).encode(),
+        max_output=max_output,
+        timeout=timeout,
+    ).stdout
+    objects: dict[str, tuple[str, bytes]] = {}
+    at = 0
+    for oid in oids:
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].decode("ascii", "replace").split(" ")
+        at = header_end + 1
+        if len(header) == 3:  # else `<oid> missing`, and no content follows
+            size = int(header[2])
+            objects[oid] = (header[1], out[at : at + size])
+            at += size + 1
+    return objects
+
+
+def raw_diff(raw: bytes) -> Iterator[tuple[list[str], bytes]]:
+    """The entries of `git diff-tree -z --raw`: the fields of `:MODE MODE OID OID STATUS`, and
+    the path's bytes."""
+    parts = raw.split(b"\0")
+    for meta, name in zip(parts[0::2], parts[1::2], strict=False):
+        yield meta.decode("ascii", "replace").lstrip(":").split(" "), name

@@ -25,7 +25,7 @@ from aios_ledger.core.git.secrets import (
     line_windows,
     readable_text,
 )
-from aios_ledger.shell.git.runner import run_git
+from aios_ledger.shell.git.runner import object_sizes, raw_diff, read_objects, run_git
 
 # Lines read by `detect-secrets` in one call; the seconds are checked between calls.
 LINES_PER_PIECE = 256
@@ -114,59 +114,30 @@ def added_by_commits(
         max_output=256 << 20,
         timeout=timeout,
     ).stdout
-    parts = raw.split(b"\0")
-    found: list[tuple[str, str, bytes]] = []
-    for meta_bytes, name in zip(parts[0::2], parts[1::2], strict=False):
-        meta = meta_bytes.decode("ascii", "replace").lstrip(":").split(" ")
-        if len(meta) >= 5 and not meta[4].startswith("D"):
-            found.append((meta[1], meta[3], name))
-    return found
-
-
-def _sizes(git_dir: str, oids: list[str], timeout: float) -> dict[str, int]:
-    found = run_git(
-        ["--git-dir", git_dir, "cat-file", "--batch-check=%(objectname) %(objectsize)"],
-        stdin="".join(f"{oid}\n" for oid in oids).encode(),
-        max_output=64 << 20,
-        timeout=timeout,
-    )
-    sizes: dict[str, int] = {}
-    for line in found.text.splitlines():
-        oid, _, size = line.partition(" ")
-        if size.isdigit():
-            sizes[oid] = int(size)
-    return sizes
-
-
-def _read_objects(git_dir: str, oids: list[str], total: int, timeout: float) -> dict[str, bytes]:
-    """The objects' contents, read in one `cat-file --batch`."""
-    out = run_git(
-        ["--git-dir", git_dir, "cat-file", "--batch"],
-        stdin="".join(f"{oid}\n" for oid in oids).encode(),
-        max_output=total + 128 * len(oids) + 1024,
-        timeout=timeout,
-    ).stdout
-    contents: dict[str, bytes] = {}
-    at = 0
-    for oid in oids:
-        header_end = out.index(b"\n", at)
-        size = int(out[at:header_end].split(b" ")[2])
-        contents[oid] = out[header_end + 1 : header_end + 1 + size]
-        at = header_end + 1 + size + 1
-    return contents
+    return [
+        (meta[1], meta[3], name)
+        for meta, name in raw_diff(raw)
+        if len(meta) >= 5 and not meta[4].startswith("D")
+    ]
 
 
 class _Scan:
     """One proposal's scan under its budget: `detect-secrets` over each document's lines, then
-    over what its encoded runs decode to."""
+    over what its encoded runs decode to; and what it spent, less the time it waited for another
+    proposal's scan (`waited`), which is not its own cost."""
 
-    def __init__(
-        self, budget: ScanBudget, spent_bytes: int, clock: Callable[[], float], started: float
-    ) -> None:
+    def __init__(self, budget: ScanBudget, clock: Callable[[], float]) -> None:
         self.budget = budget
-        self.spent_bytes = spent_bytes
         self.clock = clock
-        self.started = started
+        self.started = clock()
+        # When reading began: the budget's seconds count from then while documents are read.
+        self.reading = self.started
+        self.waited = 0.0
+        self.spent_bytes = 0
+
+    def spent(self) -> ScanSpent:
+        seconds = self.clock() - self.started - self.waited
+        return ScanSpent(self.spent_bytes, charged_seconds(seconds))
 
     def read(self, label: str, data: bytes, depth: int = 0) -> Iterator[Any]:
         """The potential secrets of `data` read as the file `label`, each once."""
@@ -176,7 +147,7 @@ class _Scan:
         lines = text.splitlines()
         seen: set[tuple[str, int, str | None]] = set()
         for start in range(0, len(lines), LINES_PER_PIECE):
-            self.budget.require_seconds(self.clock() - self.started)
+            self.budget.require_seconds(self.clock() - self.reading)
             numbered = [
                 (number, window)
                 for number in range(max(0, start - CONTEXT_LINES), start + LINES_PER_PIECE)
@@ -240,22 +211,6 @@ def charged_seconds(seconds: float) -> float:
     return math.ceil(max(0.0, seconds) * 1000) / 1000
 
 
-class _Meter:
-    """The bytes read and the seconds taken by one scan, less those spent waiting for another."""
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.started = clock()
-        self.waited = 0.0
-        self.scan: _Scan | None = None
-
-    def spent(self) -> ScanSpent:
-        seconds = self.clock() - self.started - self.waited
-        return ScanSpent(
-            0 if self.scan is None else self.scan.spent_bytes, charged_seconds(seconds)
-        )
-
-
 def scan_proposal(
     git_dir: str,
     tips: list[str],
@@ -268,14 +223,14 @@ def scan_proposal(
 ) -> ScanReport:
     """The secrets in what the commits of `tips` not in `base` bring, held to `baseline`. A
     refusal over budget carries what the scan had spent until then (`spent_of`)."""
-    meter = _Meter(clock)
+    scan = _Scan(budget, clock)
     try:
-        findings = _scan(git_dir, tips, base, budget, baseline, meter)
+        findings = _scan(git_dir, tips, base, baseline, scan)
     except LedgerError as refused:
         if refused.code in BUDGET_REFUSALS:
-            refused.scan_spent = meter.spent()  # type: ignore[attr-defined]
+            refused.scan_spent = scan.spent()  # type: ignore[attr-defined]
         raise
-    spent = meter.spent()
+    spent = scan.spent()
     ordered = sorted(findings)[:MAX_SECRETS]
     return ScanReport(
         [{"path": path, "kind": kind, "line": line} for path, kind, line in ordered],
@@ -289,11 +244,10 @@ def _scan(
     git_dir: str,
     tips: list[str],
     base: str,
-    budget: ScanBudget,
     baseline: dict[str, Any] | None,
-    meter: _Meter,
+    scan: _Scan,
 ) -> set[tuple[str, str, int]]:
-    clock, started = meter.clock, meter.started
+    budget, clock, started = scan.budget, scan.clock, scan.started
 
     def remaining() -> float:
         budget.require_seconds(clock() - started)
@@ -307,14 +261,16 @@ def _scan(
     ]
     commit_ids = [commit for commit, _parent in commits]
     blob_ids = sorted({oid for _path, oid in files})
-    sizes = _sizes(git_dir, [*commit_ids, *blob_ids], remaining())
+    sizes = object_sizes(git_dir, [*commit_ids, *blob_ids], timeout=remaining())
     # Charged path by path: what the proposal asks to have read, not what reading it costs.
     brought = sum(sizes.get(oid, 0) for _path, oid in files) + sum(
         sizes.get(commit, 0) for commit in commit_ids
     )
     budget.require_bytes(brought)
     distinct = sum(sizes.get(oid, 0) for oid in {*commit_ids, *blob_ids})
-    contents = _read_objects(git_dir, [*commit_ids, *blob_ids], distinct, remaining())
+    objects = [*commit_ids, *blob_ids]
+    limit = distinct + 128 * len(objects) + 1024
+    contents = read_objects(git_dir, objects, max_output=limit, timeout=remaining())
     labels: dict[str, list[str]] = {oid: [] for oid in blob_ids}
     for path, oid in files:
         if path not in labels[oid]:
@@ -326,9 +282,8 @@ def _scan(
     findings: set[tuple[str, str, int]] = set()
     asked = clock()
     with _SCANNER, contextlib.ExitStack() as configured:
-        # Another proposal's scan it waited for is not its own cost.
-        scan = meter.scan = _Scan(budget, brought, clock, clock())
-        meter.waited = scan.started - asked
+        scan.reading = clock()
+        scan.waited, scan.spent_bytes = scan.reading - asked, brought
         from detect_secrets.settings import default_settings, transient_settings
 
         try:
@@ -343,7 +298,7 @@ def _scan(
                 " set another with `aios-ledger repo settings NAME --secrets-baseline FILE`",
             ) from None
         for document in documents:
-            data = contents[document.oid]
+            data = contents[document.oid][1]
             if document.oid in commit_set:
                 data = _commit_text(data)
             # Read once, found under every name the baseline does not know it by.

@@ -1,10 +1,6 @@
-"""Workspaces: the working copy an agent gets for a task bound to a governed repository.
-
-Workers on the ledger's host and away from it differ only in how they reach the repository
-(`RepositoryAccess`): in place, or through a base bundle and an upload over the API. Either way
-the agent never writes to the governed repository, only proposes its commits on the base; a
-remote repository's workspace comes from the ledger's mirror, fetched first, so it holds
-neither the remote nor its credential.
+"""Workspaces: the working copy an agent gets for a task bound to a governed repository,
+reached in place or through a base bundle (`RepositoryAccess`). The agent only proposes its
+commits; a remote repository's workspace comes from the ledger's mirror, never the remote.
 """
 
 from __future__ import annotations
@@ -22,6 +18,7 @@ import attrs
 from aios_ledger.core import GovernedExecutionBinding, LedgerError, TaskRow
 from aios_ledger.core.git import ProposalAnswer
 from aios_ledger.core.git.decisions import WorkspaceGrant, grant_workspace, task_binding
+from aios_ledger.core.git.policy import FACT_FLAGS
 from aios_ledger.core.projection import BindingRow
 from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
@@ -213,11 +210,8 @@ def capture_result(
         "changed_files": [],
         "writer_lease": "NONE",
         "verification_state": "NEEDS_REWORK",
-        "direct_main_write": False,
-        "production_write": False,
-        "force_push": False,
-        "protected_ref_bypass": False,
-        "secret_material_exposed": False,
+        # A capture reads the base and writes nothing: every governance flag is False.
+        **dict.fromkeys((*FACT_FLAGS, "production_write"), False),
         "source_snapshot": dict(snapshot),
     }
 

@@ -1,19 +1,21 @@
-"""The pull request after a governed write, for a repository whose settings name a forge.
-
-The ledger's sealed event answers first: a write whose request is recorded OPENED is never
-proposed again. Otherwise the forge is asked for an open request with the write's branch as head
-and the base branch as base, and only then to open one; what it answered (the request, or its
-refusal) is sealed through the write path. A forge's refusal leaves the write standing; the same
-write asked again tries the request again.
+"""The pull request after a governed write, for a repository whose settings name a forge: the
+forge is asked for an open request from the write's branch into the base, and only then to open
+one; what it answered is sealed (`core.git.pull_requests`).
 """
 
 from __future__ import annotations
 
 import attrs
 from aios_ledger.core import LedgerError, TaskRow, chain_of
-from aios_ledger.core.git import GovernedWriteRow, WriteAnswer
+from aios_ledger.core.git import GovernedWriteRow, RepositoryRow, WriteAnswer
 from aios_ledger.core.git.decisions import APPLIED
-from aios_ledger.core.git.forges import AUTH_REFUSED, REFUSED, PullRequestSetting, pull_request_text
+from aios_ledger.core.git.forges import (
+    AUTH_REFUSED,
+    PullRequestSetting,
+    PullRequestText,
+    pull_request_text,
+    route_pull_request,
+)
 from aios_ledger.core.git.policy import HEADS
 from aios_ledger.core.git.pull_requests import (
     ForgeAnswer,
@@ -41,15 +43,9 @@ class _Asked:
 
     write: GovernedWriteRow
     setting: PullRequestSetting
-    repository_path: str
-    base: str | None
+    repository: RepositoryRow
     recorded: JsonObject | None
-    goal: str
-    attempt: int
-    agent: str | None
-    reviewer: str | None
-    verdict: str | None
-    attestation_sha256: str | None
+    text: PullRequestText
 
 
 def _asked(conn: Connection, key: str) -> _Asked | None:
@@ -60,39 +56,22 @@ def _asked(conn: Connection, key: str) -> _Asked | None:
     setting = repository.settings().pull_request()
     if setting is None:
         return None
-    recorded = recorded_pull_request(task_events(conn, write.task_id), key)
     task = fetch_record(conn, "get_task", {"task_id": write.task_id}, TaskRow)
     assert task is not None  # a write's task is never gone while its write row stands
     facts = commit_facts(conn, write)
     attested = attestation_row(conn, key)
-    return _Asked(
-        write=write,
-        setting=setting,
-        repository_path=repository.path,
-        base=setting.base_branch or repository.head_branch,
-        recorded=recorded,
+    text = pull_request_text(
         goal=task.goal,
+        task_id=write.task_id,
         attempt=facts.attempt,
         agent=facts.agent_id,
         reviewer=facts.reviewer,
         verdict=facts.decision,
         attestation_sha256=None if attested is None else attested.provenance_sha256,
+        idempotency_key=key,
     )
-
-
-def _token(setting: PullRequestSetting, repository_path: str) -> tuple[str, str | None]:
-    """The forge's token (its own file, else the remote's HTTPS token) and the CA bundle."""
-    remote = remote_of(repository_path)
-    ca_bundle = None if remote is None else remote.credentials.ca_bundle
-    token_file = setting.token_file
-    if token_file is None and remote is not None and remote.scheme != "ssh":
-        token_file = remote.credentials.token_file
-    if token_file is None:
-        raise LedgerError(
-            "PULL_REQUEST_SETTING_INVALID",
-            "pull_request: this repository has no HTTPS token: give the setting a token_file",
-        )
-    return read_token(Credentials(token_file=token_file)), ca_bundle
+    recorded = recorded_pull_request(task_events(conn, write.task_id), key)
+    return _Asked(write, setting, repository, recorded, text)
 
 
 def propose_write(
@@ -106,34 +85,36 @@ def propose_write(
     already = opened_answer(asked.recorded)
     if already is not None:  # before the forge is asked
         return already
+    try:
+        remote, unreadable = remote_of(asked.repository.path), None
+    except LedgerError as refused:
+        remote, unreadable = None, str(refused)
+    route = route_pull_request(
+        asked.setting,
+        head_branch=asked.repository.head_branch,
+        remote_scheme=None if remote is None else remote.scheme,
+        remote_token_file=None if remote is None else remote.credentials.token_file,
+        remote_unreadable=unreadable,
+    )
     head = asked.write.ref.removeprefix(HEADS)
-    base = asked.base or ""
     found: dict[str, object] = {
         "idempotency_key": key,
         "forge": asked.setting.forge,
         "project": asked.setting.project,
         "head": head,
-        "base": base or "-",
+        "base": route.base or "-",
     }
     try:
-        if not base:
-            raise ForgeFailure(REFUSED, None, "the repository has no HEAD branch: set base_branch")
+        if route.refusal is not None:
+            raise ForgeFailure(route.refusal[0], None, route.refusal[1])
+        assert route.base is not None and route.token_file is not None
         try:
-            token, ca_bundle = _token(asked.setting, asked.repository_path)
+            token = read_token(Credentials(token_file=route.token_file))
         except LedgerError as refused:
             raise ForgeFailure(AUTH_REFUSED, None, str(refused)) from None
-        text = pull_request_text(
-            goal=asked.goal,
-            task_id=asked.write.task_id,
-            attempt=asked.attempt,
-            agent=asked.agent,
-            reviewer=asked.reviewer,
-            verdict=asked.verdict,
-            attestation_sha256=asked.attestation_sha256,
-            idempotency_key=key,
-        )
+        ca_bundle = None if remote is None else remote.credentials.ca_bundle
         client = ForgeClient(asked.setting, token, ca_bundle)
-        opened: Opened = client.open_or_find(head, base, text)
+        opened: Opened = client.open_or_find(head, route.base, asked.text)
         found.update(url=opened.url, number=opened.number, adopted=opened.adopted)
     except ForgeFailure as failed:
         found.update(code=failed.code, status=failed.status, message=failed.message or "-")

@@ -18,8 +18,8 @@ A write left INTENDED by a crash is settled by the same write again or by `recov
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from aios_ledger.core import IdempotencyRow, LedgerError, LogTail, TaskRow, chain_of
 from aios_ledger.core.actors import Actor
@@ -27,8 +27,6 @@ from aios_ledger.core.attest.decisions import NOTES_REF
 from aios_ledger.core.git import (
     GovernedWriteRow,
     OutcomeState,
-    ProposalRow,
-    RepositoryRow,
     WriteAnswer,
     WriteOutcome,
     WriteRequest,
@@ -44,6 +42,7 @@ from aios_ledger.core.git.decisions import (
     WRITE_REFUSALS,
     attempt_of_proposal,
     decide_write_refusal,
+    require_key_of_task,
     task_binding,
 )
 from aios_ledger.core.git.policy import HEADS, branch_ref, zero_oid
@@ -72,6 +71,7 @@ from aios_ledger.shell.git.runner import check_ref_format, list_refs, read_ref, 
 from aios_ledger.shell.governed.pull_requests import propose_write
 from aios_ledger.shell.tracing import record_span, write_started
 
+R = TypeVar("R")
 LEASE_WAIT_SECONDS = 10.0
 LEASE_POLL_SECONDS = 0.05
 REFLOG_PREFIX = "aios-ledger governed write "
@@ -119,45 +119,41 @@ def move_ref(repository_path: str, ref: str, new: str, old: str, key: str) -> bo
     return moved.returncode == 0
 
 
-def _refusal(answer: WriteAnswer) -> LedgerError | None:
+def _answered(answer: WriteAnswer, why: str = "") -> WriteAnswer:
+    """An APPLIED write's answer; any other outcome raises its code (with `why`, the remote's
+    message)."""
     if answer["state"] == APPLIED:
-        return None
-    code = answer["code"] or "WRITE_NOT_APPLIED"
-    return LedgerError(
-        code,
+        return answer
+    detail = (
         f"{answer['ref']} of {answer['repository']} was not moved by write "
         f"{answer['idempotency_key']!r} ({answer['state']}; the ref holds "
-        f"{answer['observed_oid'] or 'nothing'})",
+        f"{answer['observed_oid'] or 'nothing'})"
     )
+    raise LedgerError(answer["code"] or "WRITE_NOT_APPLIED", f"{detail}: {why}" if why else detail)
 
 
 def _settle(
-    db: Database,
-    write: GovernedWriteRow,
-    *,
-    swapped: bool,
-    recovered: bool,
-    clock: Clock,
-    refused_code: str | None = None,
+    db: Database, write: GovernedWriteRow, clock: Clock, pushed: PushAnswer | None = None
 ) -> WriteAnswer:
-    """Record what became of an intended write, from git's answer and the ref as read (on a
-    remote repository, the remote's ref: a remote that cannot be read leaves it intended)."""
+    """Record what became of an intended write, from git's answer to the swap just made
+    (`pushed`; None: recovered after a crash) and the ref as read (on a remote repository, the
+    remote's ref: a remote that cannot be read leaves it intended)."""
     repository = get_repository(db, write.repository)
-    path = repository.path
     remote = remote_of_repository(repository)
+    swapped = pushed is not None and pushed.swapped
     if swapped:
         observed: str | None = write.new_oid
     elif remote is not None:
         observed = remote_ref(remote, write.ref)
     else:
-        observed = read_ref(path, write.ref)
+        observed = read_ref(repository.path, write.ref)
     outcome = WriteOutcome.from_mapping(
         {
             "idempotency_key": write.idempotency_key,
             "observed_oid": observed,
             "swapped": swapped,
-            "recovered": recovered,
-            "refused_code": refused_code,
+            "recovered": pushed is None,
+            "refused_code": None if pushed is None else pushed.code,
         }
     )
 
@@ -278,36 +274,21 @@ def _checked_write(
 ) -> WriteAnswer:
     prior = db.read(lambda conn: write_row(conn, request.idempotency_key))
     if prior is not None and prior.state == INTENDED:
-        if prior.task_id != request.task_id:
-            raise LedgerError(
-                "IDEMPOTENCY_CONFLICT",
-                f"key {prior.idempotency_key!r} was first used for task {prior.task_id!r}",
-            )
-        return _answered(_settle(db, prior, swapped=False, recovered=True, clock=clock))
+        require_key_of_task(prior, request.task_id)
+        return _answered(_settle(db, prior, clock))
     deadline = time.monotonic() + lease_wait
-    # A replayed WRITER_LEASE_HELD, kept by the key, is not waited on.
-    kept: list[bool] = []
+    read: list[WriteState] = []
 
     def decide(conn: Connection) -> Decision[WriteAnswer]:
-        state = _write_state(conn, None, request)
-        kept.append(state.refused is not None)
-        return decide_write_intent(state, request, now=read_clock(clock), actor=actor)
+        read.append(_write_state(conn, None, request))
+        return decide_write_intent(read[-1], request, now=read_clock(clock), actor=actor)
 
-    while True:
-        try:
-            decision = db.read(decide)
-            break
-        except LedgerError as refused:
-            if (
-                refused.code != "WRITER_LEASE_HELD"
-                or any(kept[-1:])
-                or time.monotonic() >= deadline
-            ):
-                raise
-            time.sleep(LEASE_POLL_SECONDS)
+    decision = _waiting_for_lease(lambda: db.read(decide), deadline, read)
     if isinstance(decision, Replay):
         return _answered(decision.response)
-    repository, proposal = db.read(lambda conn: _quarantine_inputs(conn, request))
+    # What the checks passed on: the repository and the proposal to bring into it.
+    repository, proposal = read[-1].repository, read[-1].proposal
+    assert repository is not None and proposal is not None
     repository_path = repository.path
     remote = remote_of_repository(repository)
     if remote is not None:
@@ -319,14 +300,9 @@ def _checked_write(
     require_unambiguous_branch(target.removeprefix(HEADS), list_refs(repository_path))
     ensure_in_repository(db, repository_path, proposal)
 
-    while True:
-        try:
-            intended = db.write(lambda conn: _intend(conn, request, clock, actor))
-            break
-        except LedgerError as refused:
-            if refused.code != "WRITER_LEASE_HELD" or time.monotonic() >= deadline:
-                raise
-            time.sleep(LEASE_POLL_SECONDS)
+    intended = _waiting_for_lease(
+        lambda: db.write(lambda conn: _intend(conn, request, clock, actor)), deadline
+    )
     if intended["idempotent"]:
         return _answered(intended)
     write = db.read(lambda conn: write_row(conn, request.idempotency_key))
@@ -338,7 +314,6 @@ def _checked_write(
             )
         )
     else:
-        zero = zero_oid(write.new_oid)
         note = note_to_push(db, write.idempotency_key, attest_key, clock=clock)
         # Called through its module, so that the crash tests' helper process can die on either
         # side of the push, as of `move_ref`.
@@ -348,27 +323,34 @@ def _checked_write(
             write.ref,
             write.new_oid,
             write.old_oid,
-            zero=zero,
+            zero=zero_oid(write.new_oid),
             note=None if note is None else PushedNote(NOTES_REF, note),
         )
-    settled = _settle(
-        db,
-        write,
-        swapped=pushed.swapped,
-        recovered=False,
-        clock=clock,
-        refused_code=pushed.code,
-    )
+    settled = _settle(db, write, clock, pushed)
     # A retry fetches the commit again from the stored bundle.
     run_git(
         ["--git-dir", repository_path, "update-ref", "-d", quarantine_ref(proposal.bundle_sha256)],
         check=False,
     )
-    if settled["state"] != APPLIED and pushed.message:
-        not_moved = _refusal(settled)
-        assert not_moved is not None
-        raise LedgerError(not_moved.code, f"{not_moved.detail}: {pushed.message}")
-    return _answered(settled)
+    return _answered(settled, pushed.message)
+
+
+def _waiting_for_lease(
+    attempt: Callable[[], R], deadline: float, read: Sequence[WriteState] = ()
+) -> R:
+    """`attempt()`, again while another write holds the writer lease until `deadline`; not for
+    a WRITER_LEASE_HELD its key kept (the last state `read`)."""
+    while True:
+        try:
+            return attempt()
+        except LedgerError as refused:
+            if (
+                refused.code != "WRITER_LEASE_HELD"
+                or (read and read[-1].refused is not None)
+                or time.monotonic() >= deadline
+            ):
+                raise
+            time.sleep(LEASE_POLL_SECONDS)
 
 
 def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor) -> WriteAnswer:
@@ -377,26 +359,8 @@ def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor)
     return plans.apply(decide_write_intent(state, request, now=read_clock(clock), actor=actor))
 
 
-def _quarantine_inputs(
-    conn: Connection, request: WriteRequest
-) -> tuple[RepositoryRow, ProposalRow]:
-    state = _write_state(conn, None, request)
-    assert state.repository is not None and state.proposal is not None
-    return state.repository, state.proposal
-
-
-def _answered(answer: WriteAnswer) -> WriteAnswer:
-    refused = _refusal(answer)
-    if refused is not None:
-        raise refused
-    return answer
-
-
 def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAnswer]:
     """Settle every write left INTENDED by a crash, from its ref as read now; run it when no
     governed write is in flight."""
     rows = db.read(lambda conn: fetch_all(conn, "governed_writes_in_doubt"))
-    return [
-        _settle(db, GovernedWriteRow.from_row(row), swapped=False, recovered=True, clock=clock)
-        for row in rows
-    ]
+    return [_settle(db, GovernedWriteRow.from_row(row), clock) for row in rows]
