@@ -255,31 +255,40 @@ class PgConnection:
     ) -> list[psycopg.Cursor[Any]]:
         """What waits, `items`, the ids to reserve and (`commit`) COMMIT in one round trip; the
         cursors of `items`."""
-        statements = [(queued.text, queued.params) for queued in self._queued]
-        statements.extend(_text(name, params) for name, params in items)
+        # (text, params, whether its result is read): a statement whose result nobody reads
+        # (a BEGIN, an unguarded write, the COMMIT) shares one cursor, as a cursor costs more
+        # client CPU than the statement's own binding.
+        statements = [
+            (waiting.text, waiting.params, _is_guarded(waiting)) for waiting in self._queued
+        ]
+        statements.extend((*_text(name, params), True) for name, params in items)
         queued, self._queued = self._queued, []
         reserve, self._ids_to_reserve = self._ids_to_reserve, 0
         self._reserved_ids = []
         if reserve:
-            statements.append(_text("log_reserve_event_ids", {"count": reserve}))
+            statements.append((*_text("log_reserve_event_ids", {"count": reserve}), True))
         if commit:
-            statements.append(_text("commit", None))
-        cursors: list[psycopg.Cursor[Any]] = []
+            statements.append((*_text("commit", None), False))
+        cursors: list[psycopg.Cursor[Any] | None] = []
         failed: psycopg.Error | None = None
         try:
             with self.raw.pipeline():
-                for text, params in statements:
-                    cursor = self.raw.cursor()
+                shared = self.raw.cursor()
+                for text, params, read in statements:
+                    cursor = self.raw.cursor() if read else shared
                     cursor.execute(text, params)
-                    cursors.append(cursor)
+                    cursors.append(cursor if read else None)
         except psycopg.Error as exc:
             failed = exc
         _check_writes(queued, cursors, failed)
         if failed is not None:
             raise failed
         if reserve:
-            self._reserved_ids = [int(row[0]) for row in cursors[len(queued) + len(items)]]
-        return cursors[len(queued) : len(queued) + len(items)]
+            reserved = cursors[len(queued) + len(items)]
+            assert reserved is not None
+            self._reserved_ids = [int(row[0]) for row in reserved]
+        answered = cursors[len(queued) : len(queued) + len(items)]
+        return [cursor for cursor in answered if cursor is not None]
 
     def flush(self) -> None:
         if self._queued or self._ids_to_reserve:
@@ -447,26 +456,31 @@ class PgConnection:
         return [int(row["event_id"]) for row in found]
 
 
+def _is_guarded(waiting: _Queued) -> bool:
+    return waiting.write is not None and waiting.write.statement.guarded
+
+
 def _check_writes(
-    queued: Sequence[_Queued], cursors: Sequence[psycopg.Cursor[Any]], failed: psycopg.Error | None
+    queued: Sequence[_Queued],
+    cursors: Sequence[psycopg.Cursor[Any] | None],
+    failed: psycopg.Error | None,
 ) -> None:
     """A guarded write of the batch that changed other than one row, or failed on the server
-    for it, is REVISION_CONFLICT (the first statement without a result is the one that failed)."""
+    for it, is REVISION_CONFLICT. Only guarded writes have cursors of their own: the first of
+    them without a result is the one that failed, or came after the failure."""
     for index, waiting in enumerate(queued):
+        if waiting.write is None or not waiting.write.statement.guarded:
+            continue
         cursor = cursors[index] if index < len(cursors) else None
         if cursor is None or cursor.pgresult is None:
-            if (
-                waiting.write is not None
-                and waiting.write.statement.guarded
-                and isinstance(failed, pg_errors.InvalidTextRepresentation)
-                and "REVISION_CONFLICT" in str(failed)
-            ):
+            if isinstance(
+                failed, pg_errors.InvalidTextRepresentation
+            ) and "REVISION_CONFLICT" in str(failed):
                 raise revision_conflict(waiting.error, waiting.write.statement, 0) from None
             return
-        if waiting.write is not None and waiting.write.statement.guarded:
-            changed = max(cursor.rowcount, 0)
-            if changed != 1:
-                raise revision_conflict(waiting.error, waiting.write.statement, changed)
+        changed = max(cursor.rowcount, 0)
+        if changed != 1:
+            raise revision_conflict(waiting.error, waiting.write.statement, changed)
 
 
 def configure(raw: psycopg.Connection[Any]) -> None:
@@ -478,6 +492,15 @@ def bindable(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     """The parameters as PostgreSQL takes them, or the error SQLite's binding would give."""
     checked: dict[str, Any] = {}
     for key, given in params.items():
+        # Most parameters are ASCII text, small ints or NULL: passed without the checks below.
+        kind = type(given)
+        if (
+            given is None
+            or (kind is str and given.isascii() and "\0" not in given)
+            or (kind is int and -(2**63) <= given < 2**63)
+        ):
+            checked[key] = given
+            continue
         value = int(given) if isinstance(given, bool) else given
         if isinstance(value, str):
             if "\0" in value:
