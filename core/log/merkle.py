@@ -197,8 +197,12 @@ def append_writes(
 ) -> tuple[tuple[SqlWrite, ...], MerkleTreeRow]:
     """The writes appending (event id, seal) leaves and moving the head row on by compare-and-swap.
     It repeats `Frontier.append` without its records because it is on every write's path."""
-    frontier = tree.frontier_of()
-    size, edge = frontier.size, list(frontier.hashes)
+    if tree.size is None:
+        raise LedgerError("MERKLE_TREE_NOT_BUILT", "the tree of the events is not built yet")
+    size, stored = int(tree.size), bytes(tree.frontier)
+    if len(stored) != HASH_SIZE * size.bit_count():
+        raise LedgerError("MERKLE_FRONTIER_INVALID", f"the stored edge does not fit {size} leaves")
+    edge = [stored[at : at + HASH_SIZE] for at in range(0, len(stored), HASH_SIZE)]
     sha256 = hashlib.sha256
     writes = []
     for event_id, seal in leaves:
