@@ -237,7 +237,10 @@ class SqliteConnection(apsw.Connection):
         """In order; the first guarded write that missed its row stops the plan."""
         for write in writes:
             statement = write.statement
-            self.run_statement(statement, write.params)
+            try:  # run_statement's body, inline on the hot write path
+                self.execute(_TEXTS[statement], write.params)
+            except (UnicodeEncodeError, TypeError, OverflowError) as exc:
+                raise _parameter_error(statement, exc) from None
             if statement.guarded:
                 changed = self.changes()
                 if changed != 1:
