@@ -26,7 +26,6 @@ are left out, and the run says so.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -39,11 +38,10 @@ from typing import Any
 
 import httpx
 
-from .harness import Size, figure, sized, summary
+from .harness import Size, figure, free_port, sized, summary, wait_healthy
 
 BUILD_BATCH = 10_000
 CLAIMED = 20
-START_PATIENCE = 60.0  # seconds; a bound on waiting for the server, never a figure
 MAX_BYTES = 100_000
 MAX_FIRST_BYTE_MS = 200.0
 MAX_FIRST_PAINT_MS = 200.0
@@ -108,9 +106,7 @@ class Served:
     """`aios-ledger serve` on a free loopback port."""
 
     def __init__(self, path: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.process = subprocess.Popen(
             [
@@ -121,16 +117,7 @@ class Served:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + START_PATIENCE
-        while True:
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=1.0).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.05)
+        wait_healthy(self.url, self.process)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import apsw
+import httpx
 from aios_ledger.core.statements import Statement
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -240,3 +242,30 @@ def format_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
 def say(text: str = "") -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+START_PATIENCE = 60.0  # seconds; a bound on waiting for a server, never a figure
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_healthy(
+    url: str, process: subprocess.Popen[Any], why: Callable[[], str] = lambda: ""
+) -> None:
+    """Until the server at `url` answers its health check; RuntimeError (with `why()`) once
+    `process` has ended or START_PATIENCE has passed."""
+    deadline = time.monotonic() + START_PATIENCE
+    while True:
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise RuntimeError(f"the server did not start{why()}")
+        time.sleep(0.05)

@@ -22,7 +22,6 @@ import argparse
 import base64
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,7 +36,7 @@ from aios_ledger.shell.api.tokens import issue_token
 from aios_ledger.shell.git.proposals import proposals_dir
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER
 
-from .harness import percentile
+from .harness import free_port, percentile
 
 WRONG_LEASE = "x" * 43
 START_PATIENCE = 60.0  # seconds for the server to come up
@@ -67,12 +66,6 @@ def hostile_bundle(folder: Path, *, blob_bytes: int, paths: int) -> bytes:
     out = folder / "hostile.bundle"
     _git("bundle", "create", "--quiet", str(out), "HEAD", cwd=work)
     return out.read_bytes()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _serve(db: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -143,7 +136,7 @@ def measure(uploads: int, blob_bytes: int, paths: int) -> dict[str, Any]:
             ledger.close()
         data = hostile_bundle(folder, blob_bytes=blob_bytes, paths=paths)
         encoded = base64.b64encode(data).decode()
-        port = _free_port()
+        port = free_port()
         server = _serve(db, port, folder / "serve.log")
         try:
             with httpx.Client(

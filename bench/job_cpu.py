@@ -24,6 +24,8 @@ from typing import Any
 
 import psycopg
 
+from .pg_worker import lifecycle
+
 DEFAULT_URL = "postgresql://127.0.0.1:5432/test"
 WARMUP = 20
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,25 +44,8 @@ def drop_schema(url: str, name: str) -> None:
 
 
 def lifecycles(store: object, first: int, count: int) -> None:
-    from aios_ledger.shell import TaskLedger
-
-    assert isinstance(store, TaskLedger)
     for n in range(first, first + count):
-        store.create_task(
-            {"goal": "g", "instructions": "run", "success_criteria": ["ok"]},
-            idempotency_key=f"create-{n}",
-        )
-        claim = store.claim(agent_id="worker", capabilities=[], lease_seconds=60)
-        assert claim is not None
-        store.submit_result(
-            claim["task_id"],
-            lease_token=claim["lease_token"],
-            result={"summary": str(n)},
-            idempotency_key=f"submit-{n}",
-        )
-        store.verify(
-            claim["task_id"], decision="SUCCEEDED", reason="ok", idempotency_key=f"verify-{n}"
-        )
+        lifecycle(store, n, "cpu")
 
 
 def measure(url: str, jobs: int, blocks: int, profile: str | None) -> dict[str, Any]:

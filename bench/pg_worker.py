@@ -49,28 +49,30 @@ def ledger(url: str, jobs: int, start: float, process: str) -> None:
     with TaskLedger(url) as store:
         _wait(start)
         for n in range(jobs):
-            store.create_task(
-                {"goal": "g", "instructions": "run", "success_criteria": ["ok"]},
-                idempotency_key=f"create-{process}-{n}",
-            )
-            # Beside other processes the queue's unlocked tasks may all be taken at the moment
-            # of a claim (SKIP LOCKED answers "nothing" rather than waiting): ask again, as a
-            # worker polls. Every process claims as many tasks as it created.
-            claim = None
-            while claim is None:
-                claim = store.claim(agent_id=f"worker-{process}", capabilities=[], lease_seconds=60)
-            store.submit_result(
-                claim["task_id"],
-                lease_token=claim["lease_token"],
-                result={"summary": str(n)},
-                idempotency_key=f"submit-{process}-{n}",
-            )
-            store.verify(
-                claim["task_id"],
-                decision="SUCCEEDED",
-                reason="ok",
-                idempotency_key=f"verify-{process}-{n}",
-            )
+            lifecycle(store, n, process)
+
+
+def lifecycle(store: Any, n: int, process: str) -> None:
+    """Job `n` of `process` through create_task, claim, submit_result and verify."""
+    store.create_task(
+        {"goal": "g", "instructions": "run", "success_criteria": ["ok"]},
+        idempotency_key=f"create-{process}-{n}",
+    )
+    # Beside other processes the queue's unlocked tasks may all be taken at the moment of a
+    # claim (SKIP LOCKED answers "nothing" rather than waiting): ask again, as a worker polls.
+    # Every process claims as many tasks as it created.
+    claim = None
+    while claim is None:
+        claim = store.claim(agent_id=f"worker-{process}", capabilities=[], lease_seconds=60)
+    store.submit_result(
+        claim["task_id"],
+        lease_token=claim["lease_token"],
+        result={"summary": str(n)},
+        idempotency_key=f"submit-{process}-{n}",
+    )
+    store.verify(
+        claim["task_id"], decision="SUCCEEDED", reason="ok", idempotency_key=f"verify-{process}-{n}"
+    )
 
 
 def ledger_batched(url: str, jobs: int, start: float, process: str) -> None:
