@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
+from typing import Any
 
+import pytest
 from aios_ledger.shell import LedgerClient, TaskLedger
 from aios_ledger.shell.tasks.surface import TaskSurface
 
@@ -47,3 +50,20 @@ def test_the_keyword_writes_are_written_once() -> None:
         assert getattr(TaskLedger, name) is getattr(TaskSurface, name), name
     own = inspect.signature(TaskLedger.verify).parameters
     assert set(own) - set(inspect.signature(TaskSurface.verify).parameters) == {"reviewer"}
+
+
+def test_each_side_claims_with_its_own_option_alone(tmp_path: Path) -> None:
+    """The ledger's `grant` and the client's `wait_seconds` are in each side's own signature:
+    the other's is a TypeError, which mypy reports first (else these ignores are unused)."""
+    offer: dict[str, Any] = {"agent_id": "w", "capabilities": [], "lease_seconds": 60}
+    with TaskLedger(tmp_path / "ledger.db") as ledger:
+        with pytest.raises(TypeError, match="wait_seconds"):
+            ledger.claim(**offer, wait_seconds=5)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="wait_seconds"):
+            ledger.claim_many(**offer, limit=2, wait_seconds=5)  # type: ignore[call-arg]
+        assert ledger.claim(**offer, grant=[]) is None
+    with LedgerClient("http://127.0.0.1:9", "token") as client:
+        with pytest.raises(TypeError, match="grant"):
+            client.claim(**offer, grant=[])  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="grant"):
+            client.claim_many(**offer, limit=2, grant=[])  # type: ignore[call-arg]

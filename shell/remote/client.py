@@ -44,7 +44,7 @@ from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.actors import VIA_HEADER
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 from aios_ledger.shell.remote.tracing import traced_transport
-from aios_ledger.shell.tasks.surface import TaskSurface, listed
+from aios_ledger.shell.tasks.surface import TaskSurface, listed, offered
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -289,21 +289,51 @@ class LedgerClient(TaskSurface):
         check_built(command, what="create")
         return command
 
-    def _claim_token(self, idempotency_key: str | None, lease_token: str | None) -> str | None:
+    def claim(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        task_id: str | None = None,
+        idempotency_key: str | None = None,
+        lease_token: str | None = None,
+        wait_seconds: int = 0,
+    ) -> ClaimAnswer | None:
+        """Take the next eligible task (or `task_id`) under a lease, passed leases taken over
+        first so that a fleet needs no sweeper; None: nothing to take. As this client's agent,
+        long-polling up to `wait_seconds`; always keyed, so that a retry after a lost answer
+        gets the same claim."""
         if idempotency_key is not None and lease_token is None:
-            return new_lease_token()  # `_claim` draws both when there is no key
-        return lease_token
-
-    def _claim_with(
-        self, request: ClaimRequest | ClaimBatchRequest, *, wait_seconds: int = 0
-    ) -> ClaimAnswer | list[ClaimAnswer] | None:
-        """A keyword claim, as this client's agent, long-polling up to `wait_seconds`: always
-        keyed, so that a retry after a lost answer gets the same claim; a batch has no key, so it
-        is sent again only if never sent, and a batch of one is claimed as `claim` claims."""
+            lease_token = new_lease_token()  # `_claim` draws both when there is no key
+        request = offered(
+            ClaimRequest,
+            agent_id,
+            capabilities,
+            lease_seconds,
+            task_id=task_id,
+            idempotency_key=idempotency_key,
+            lease_token=lease_token,
+        )
         self._check_agent(request.agent_id)
-        if isinstance(request, ClaimBatchRequest):
-            return self._claim_batch(request, wait_seconds)
         return self._claim(request, wait_seconds)
+
+    def claim_many(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        limit: int,
+        wait_seconds: int = 0,
+    ) -> list[ClaimAnswer]:
+        """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
+        idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse.
+        As this client's agent, long-polling up to `wait_seconds`; with no key, a batch is sent
+        again only if never sent, and a batch of one is claimed as `claim` claims."""
+        request = offered(ClaimBatchRequest, agent_id, capabilities, lease_seconds, limit=limit)
+        self._check_agent(request.agent_id)
+        return self._claim_batch(request, wait_seconds)
 
     def _claim(self, request: ClaimRequest, wait_seconds: int = 0) -> ClaimAnswer | None:
         if request.idempotency_key is None:

@@ -15,6 +15,7 @@ from typing import Any, TypeVar, cast
 
 import attrs
 from aios_ledger.core import (
+    ClaimAnswer,
     ClaimBatchRequest,
     ClaimRequest,
     EventRow,
@@ -74,7 +75,7 @@ from aios_ledger.shell.db.run import (
 from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
-from aios_ledger.shell.tasks.surface import TaskSurface, listed
+from aios_ledger.shell.tasks.surface import TaskSurface, listed, offered
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # Passed leases one claim takes over, so that it stays short; the claims after it take the rest.
@@ -180,7 +181,45 @@ class TaskLedger(TaskSurface):
             )
         return answer
 
-    _claim_with = _apply
+    def claim(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        task_id: str | None = None,
+        idempotency_key: str | None = None,
+        lease_token: str | None = None,
+        grant: Collection[str] | None = None,
+    ) -> ClaimAnswer | None:
+        """Take the next eligible task (or `task_id`) under a lease, passed leases taken over
+        first so that a fleet needs no sweeper; None: nothing to take. An offer beyond `grant`
+        is `CAPABILITY_NOT_GRANTED`."""
+        request = offered(
+            ClaimRequest,
+            agent_id,
+            capabilities,
+            lease_seconds,
+            task_id=task_id,
+            idempotency_key=idempotency_key,
+            lease_token=lease_token,
+        )
+        return self._apply(request, grant=grant)
+
+    def claim_many(
+        self,
+        *,
+        agent_id: str,
+        capabilities: Sequence[str],
+        lease_seconds: int,
+        limit: int,
+        grant: Collection[str] | None = None,
+    ) -> list[ClaimAnswer]:
+        """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
+        idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse.
+        An offer beyond `grant` is `CAPABILITY_NOT_GRANTED`."""
+        request = offered(ClaimBatchRequest, agent_id, capabilities, lease_seconds, limit=limit)
+        return self._apply(request, grant=grant)
 
     def _apply_one(self, request: TaskRequest[A], *, grant: Collection[str] | None) -> Any:
         """A write's operation scope says what it reads: one task, the queue or passed leases."""

@@ -1,15 +1,14 @@
 """`TaskSurface`: the task methods `TaskLedger` and `LedgerClient` share, written once.
 
-Each keyword method builds its request record and hands it to `_apply`, `_apply_all` or
-`_claim_with`, which each class implements; what each side answers its own way is abstract, so
-mypy holds both to it.
+Each keyword method builds its request record and hands it to `_apply` or `_apply_all`, which
+each class implements; what each side answers its own way is abstract, so mypy holds both to it.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from aios_ledger.core import (
     CancelAnswer,
@@ -39,6 +38,7 @@ from aios_ledger.core.tasks.requests import ReleaseRequest, TaskRequest
 from aios_ledger.core.work import IdleReason
 
 A = TypeVar("A")
+C = TypeVar("C", ClaimRequest, ClaimBatchRequest)
 
 
 def listed(value: object) -> object:
@@ -52,15 +52,20 @@ def listed(value: object) -> object:
         return value
 
 
-def _offer(
-    agent_id: str, capabilities: Sequence[str], lease_seconds: int, more: Mapping[str, object]
-) -> dict[str, object]:
-    return {
+def offered(
+    record: type[C],
+    agent_id: str,
+    capabilities: Sequence[str],
+    lease_seconds: int,
+    **more: object,
+) -> C:
+    """A claim's request record, from a keyword claim's arguments."""
+    offer = {
         "agent_id": agent_id,
         "capabilities": listed(capabilities),
         "lease_seconds": lease_seconds,
-        **more,
     }
+    return record.from_mapping({**offer, **more})
 
 
 class TaskSurface(abc.ABC):
@@ -83,14 +88,11 @@ class TaskSurface(abc.ABC):
     def apply_all(self, requests: Iterable[TaskRequest[A]]) -> list[A]:
         """Many writes in one transaction: all or none, a refusal's detail starting `item N:`."""
 
-    # A claim's request applied with the side's own `options`: the ledger's `grant`, beyond
-    # which an offer is `CAPABILITY_NOT_GRANTED`; the client's `wait_seconds` of long poll.
-    _claim_with: Callable[..., Any]
+    # Each side claims with an option of its own, in its signature so that mypy refuses the
+    # other's: the ledger's `grant`, beyond which an offer is `CAPABILITY_NOT_GRANTED`; the
+    # client's `wait_seconds` of long poll. Both build their records with `offered`.
 
-    def _claim_token(self, idempotency_key: str | None, lease_token: str | None) -> str | None:
-        """The lease token a keyed claim brings: the caller's (the client draws one)."""
-        return lease_token
-
+    @abc.abstractmethod
     def claim(
         self,
         *,
@@ -100,30 +102,16 @@ class TaskSurface(abc.ABC):
         task_id: str | None = None,
         idempotency_key: str | None = None,
         lease_token: str | None = None,
-        **options: Any,
     ) -> ClaimAnswer | None:
         """Take the next eligible task (or `task_id`) under a lease, passed leases taken over
         first so that a fleet needs no sweeper; None: nothing to take."""
-        token = self._claim_token(idempotency_key, lease_token)
-        held = {"task_id": task_id, "idempotency_key": idempotency_key, "lease_token": token}
-        request = ClaimRequest.from_mapping(_offer(agent_id, capabilities, lease_seconds, held))
-        return cast(ClaimAnswer | None, self._claim_with(request, **options))
 
+    @abc.abstractmethod
     def claim_many(
-        self,
-        *,
-        agent_id: str,
-        capabilities: Sequence[str],
-        lease_seconds: int,
-        limit: int,
-        **options: Any,
+        self, *, agent_id: str, capabilities: Sequence[str], lease_seconds: int, limit: int
     ) -> list[ClaimAnswer]:
         """Take up to `limit` eligible tasks in one transaction, each under its own lease. Not
         idempotent: a repeat after a lost answer takes other tasks, and the lost leases lapse."""
-        offer = _offer(agent_id, capabilities, lease_seconds, {"limit": limit})
-        return cast(
-            list[ClaimAnswer], self._claim_with(ClaimBatchRequest.from_mapping(offer), **options)
-        )
 
     @abc.abstractmethod
     def idle_reason(self, capabilities: Sequence[str]) -> IdleReason:
