@@ -21,7 +21,8 @@ import pytest
 from aios_ledger.core import LedgerError, RetryLaterError
 from aios_ledger.core.tasks.answers import TaskView
 from aios_ledger.shell import LedgerClient, TaskLedger
-from aios_ledger.shell.remote.client import new_lease_token, problem_error
+from aios_ledger.shell.remote.client import problem_error
+from aios_ledger.shell.tasks.surface import new_lease_token
 from aios_ledger.shell.work.worker import LEASE_LOST
 from api_server import ApiServer, free_port
 

@@ -729,16 +729,11 @@ def first_claimable(
 
 
 def _passed_leases(state: TaskState, now: Timestamp) -> list[TaskRow]:
-    seen: set[str] = set()
-    passed: list[TaskRow] = []
     own = () if state.task is None else (state.task,)
+    read: dict[str, TaskRow] = {}
     for task in (*state.passed, *own, *state.candidates):
-        if task.task_id in seen:
-            continue
-        seen.add(task.task_id)
-        if _lease_passed(task, now):
-            passed.append(task)
-    return passed
+        read.setdefault(task.task_id, task)
+    return [task for task in read.values() if _lease_passed(task, now)]
 
 
 def _lease_passed(task: TaskRow, now: Timestamp) -> bool:

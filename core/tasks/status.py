@@ -12,14 +12,15 @@ EXPIRING_WINDOW_SECONDS = 60
 # How many rows of each spend table a report holds (by task: the largest first).
 SPEND_ROWS = 20
 # The spend tables, by what they sum over: each statement's name and its key column.
-SPEND_GROUPS = (
-    ("by_task", "spend_by_task", "task_id"),
-    ("by_agent", "spend_by_agent", "agent_id"),
-    ("by_repository", "spend_by_repository", "repository"),
-    ("by_day", "spend_by_day", "day"),
+SpendGroups = tuple[tuple[str, str, tuple[str, ...]], ...]
+SPEND_GROUPS: SpendGroups = (
+    ("by_task", "spend_by_task", ("task_id",)),
+    ("by_agent", "spend_by_agent", ("agent_id",)),
+    ("by_repository", "spend_by_repository", ("repository",)),
+    ("by_day", "spend_by_day", ("day",)),
 )
 # What /metrics reads: the spend of each agent in each repository, and of the latest days.
-METRIC_SPEND_GROUPS = (
+METRIC_SPEND_GROUPS: SpendGroups = (
     ("by_agent_and_repository", "spend_by_agent_and_repository", ("agent_id", "repository")),
     ("by_day", "spend_by_day", ("day",)),
 )
@@ -55,19 +56,13 @@ def status_report(
     }
 
 
-def spend_report(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """What tasks spent by each of `SPEND_GROUPS`, per currency, as currencies do not add."""
+def spend_report(
+    groups: Mapping[str, Sequence[Mapping[str, Any]]], tables: SpendGroups = SPEND_GROUPS
+) -> dict[str, Any]:
+    """What tasks spent by each of `tables` (`SPEND_GROUPS`; /metrics: `METRIC_SPEND_GROUPS`),
+    per currency, as currencies do not add."""
     return {
-        name: [_spend_row(row, (key,)) for row in groups.get(name, ())]
-        for name, _, key in SPEND_GROUPS
-    }
-
-
-def metric_spend_report(groups: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
-    """The spend /metrics shows (`METRIC_SPEND_GROUPS`), in `spend_report`'s row form."""
-    return {
-        name: [_spend_row(row, keys) for row in groups.get(name, ())]
-        for name, _, keys in METRIC_SPEND_GROUPS
+        name: [_spend_row(row, keys) for row in groups.get(name, ())] for name, _, keys in tables
     }
 
 

@@ -44,7 +44,7 @@ from aios_ledger.core.work import IdleReason
 from aios_ledger.shell.actors import VIA_HEADER
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, MAX_WORKSPACE_BYTES
 from aios_ledger.shell.remote.tracing import traced_transport
-from aios_ledger.shell.tasks.surface import TaskSurface, listed, offered
+from aios_ledger.shell.tasks.surface import TaskSurface, listed, new_lease_token, offered
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -57,14 +57,6 @@ MAX_WAIT_SECONDS = 60
 LONG_POLL_MARGIN = 15.0
 EVENT_STREAM_TYPE = "text/event-stream"
 _RETRIED_STATUS = frozenset({502, 503, 504})
-
-
-def new_claim_key() -> str:
-    return "claim:" + secrets.token_urlsafe(18)
-
-
-def new_lease_token() -> str:
-    return secrets.token_urlsafe(32)
 
 
 def new_run_id() -> str:
@@ -306,15 +298,8 @@ class LedgerClient(TaskSurface):
         gets the same claim."""
         if idempotency_key is not None and lease_token is None:
             lease_token = new_lease_token()  # `_claim` draws both when there is no key
-        request = offered(
-            ClaimRequest,
-            agent_id,
-            capabilities,
-            lease_seconds,
-            task_id=task_id,
-            idempotency_key=idempotency_key,
-            lease_token=lease_token,
-        )
+        held = {"task_id": task_id, "idempotency_key": idempotency_key, "lease_token": lease_token}
+        request = offered(ClaimRequest, agent_id, capabilities, lease_seconds, **held)
         self._check_agent(request.agent_id)
         return self._claim(request, wait_seconds)
 
@@ -340,7 +325,7 @@ class LedgerClient(TaskSurface):
             request = ClaimRequest.from_mapping(
                 {
                     **wire_form(request),
-                    "idempotency_key": new_claim_key(),
+                    "idempotency_key": "claim:" + secrets.token_urlsafe(18),
                     "lease_token": request.lease_token or new_lease_token(),
                 }
             )
@@ -353,13 +338,11 @@ class LedgerClient(TaskSurface):
         """`POST /v1/claims`, long-polling up to `wait_seconds`; None when no task came (204)."""
         if wait_seconds:
             body["wait_seconds"] = wait_seconds
+        timeout = self._timeout
+        if isinstance(wait_seconds, int) and not isinstance(wait_seconds, bool):
+            timeout = max(timeout, min(wait_seconds, MAX_WAIT_SECONDS) + LONG_POLL_MARGIN)
         response = self._call(
-            "POST",
-            api_path("claims"),
-            body=body,
-            expect=(200, 204),
-            retry=retry,
-            timeout=_poll_timeout(self._timeout, wait_seconds),
+            "POST", api_path("claims"), body=body, expect=(200, 204), retry=retry, timeout=timeout
         )
         return None if response.status_code == 204 else _answer(response)
 
@@ -583,12 +566,6 @@ def _answer(response: httpx.Response) -> Any:
         raise LedgerError(
             "API_PROTOCOL_ERROR", f"HTTP {response.status_code}: the answer is not JSON"
         ) from None
-
-
-def _poll_timeout(timeout: float, wait_seconds: object) -> float:
-    if isinstance(wait_seconds, int) and not isinstance(wait_seconds, bool):
-        return max(timeout, min(wait_seconds, MAX_WAIT_SECONDS) + LONG_POLL_MARGIN)
-    return timeout
 
 
 def _query(value: object, name: str) -> object:

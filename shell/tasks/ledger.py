@@ -75,13 +75,12 @@ from aios_ledger.shell.db.run import (
 from aios_ledger.shell.db.statements import statements
 from aios_ledger.shell.tasks.holders import task_holders, task_views
 from aios_ledger.shell.tasks.listing import read_task_page
-from aios_ledger.shell.tasks.surface import TaskSurface, listed, offered
+from aios_ledger.shell.tasks.surface import TaskSurface, listed, new_lease_token, offered
 from aios_ledger.shell.tracing import record_writes, write_started
 
 # Passed leases one claim takes over, so that it stays short; the claims after it take the rest.
 TAKEOVER_BATCH = 32
 TASK_ID_BYTES = 16
-LEASE_TOKEN_BYTES = 32
 # Distinct capability sets an idle worker's reason reads (a queue holds a few).
 IDLE_GROUPS = 200
 
@@ -92,10 +91,6 @@ A = TypeVar("A")
 
 def new_task_id() -> str:
     return "task-" + secrets.token_hex(TASK_ID_BYTES)
-
-
-def new_lease_token() -> str:
-    return secrets.token_urlsafe(LEASE_TOKEN_BYTES)
 
 
 def _task(conn: Connection, task_id: str) -> TaskRow | None:
@@ -195,15 +190,8 @@ class TaskLedger(TaskSurface):
         """Take the next eligible task (or `task_id`) under a lease, passed leases taken over
         first so that a fleet needs no sweeper; None: nothing to take. An offer beyond `grant`
         is `CAPABILITY_NOT_GRANTED`."""
-        request = offered(
-            ClaimRequest,
-            agent_id,
-            capabilities,
-            lease_seconds,
-            task_id=task_id,
-            idempotency_key=idempotency_key,
-            lease_token=lease_token,
-        )
+        held = {"task_id": task_id, "idempotency_key": idempotency_key, "lease_token": lease_token}
+        request = offered(ClaimRequest, agent_id, capabilities, lease_seconds, **held)
         return self._apply(request, grant=grant)
 
     def claim_many(

@@ -9,7 +9,7 @@ from aios_ledger.core.tasks.status import (
     METRIC_SPEND_GROUPS,
     SPEND_GROUPS,
     SPEND_ROWS,
-    metric_spend_report,
+    SpendGroups,
     spend_report,
 )
 from aios_ledger.shell.db.run import Connection, fetch_all
@@ -18,14 +18,13 @@ from aios_ledger.shell.db.run import Connection, fetch_all
 METRIC_SPEND_ROWS = 10_000
 
 
-def read_spend(conn: Connection, *, limit: int = SPEND_ROWS) -> dict[str, Any]:
-    return spend_report(
-        {name: fetch_all(conn, statement, {"limit": limit}) for name, statement, _ in SPEND_GROUPS}
-    )
+def read_spend(
+    conn: Connection, *, limit: int = SPEND_ROWS, tables: SpendGroups = SPEND_GROUPS
+) -> dict[str, Any]:
+    params = {"limit": limit}
+    read = {name: fetch_all(conn, statement, params) for name, statement, _ in tables}
+    return spend_report(read, tables)
 
 
 def read_metric_spend(conn: Connection) -> dict[str, Any]:
-    limit = {"limit": METRIC_SPEND_ROWS}
-    return metric_spend_report(
-        {name: fetch_all(conn, statement, limit) for name, statement, _ in METRIC_SPEND_GROUPS}
-    )
+    return read_spend(conn, limit=METRIC_SPEND_ROWS, tables=METRIC_SPEND_GROUPS)

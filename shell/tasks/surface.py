@@ -7,6 +7,7 @@ each class implements; what each side answers its own way is abstract, so mypy h
 from __future__ import annotations
 
 import abc
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -39,6 +40,11 @@ from aios_ledger.core.work import IdleReason
 
 A = TypeVar("A")
 C = TypeVar("C", ClaimRequest, ClaimBatchRequest)
+LEASE_TOKEN_BYTES = 32
+
+
+def new_lease_token() -> str:
+    return secrets.token_urlsafe(LEASE_TOKEN_BYTES)
 
 
 def listed(value: object) -> object:
@@ -60,12 +66,8 @@ def offered(
     **more: object,
 ) -> C:
     """A claim's request record, from a keyword claim's arguments."""
-    offer = {
-        "agent_id": agent_id,
-        "capabilities": listed(capabilities),
-        "lease_seconds": lease_seconds,
-    }
-    return record.from_mapping({**offer, **more})
+    offer = {"agent_id": agent_id, "capabilities": listed(capabilities)}
+    return record.from_mapping({**offer, "lease_seconds": lease_seconds, **more})
 
 
 class TaskSurface(abc.ABC):
