@@ -52,6 +52,7 @@ from aios_ledger.core.tasks import (
 from aios_ledger.core.tasks.answers import TaskDetail, event_view
 from aios_ledger.core.tasks.listing import TaskPageRequest
 from aios_ledger.core.tasks.operations import decide_task, operation_of
+from aios_ledger.core.tasks.records import require_task
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.transitions import Lease, Scope, StateRead, TaskTransition
 from aios_ledger.core.work import IdleReason, idle_reason
@@ -435,9 +436,7 @@ class TaskLedger(TaskSurface):
         request = TaskReadRequest.from_mapping({"task_id": task_id})
 
         def read(conn: Connection) -> TaskDetail:
-            task = _task(conn, request.task_id)
-            if task is None:
-                raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
+            task = require_task(request.task_id, _task(conn, request.task_id))
             (view,) = task_views(conn, [task])
             return {**view, "holders": task_holders(conn, task.task_id)}
 
@@ -449,8 +448,8 @@ class TaskLedger(TaskSurface):
 
         def read(conn: Connection) -> list[Row]:
             rows = fetch_all(conn, "log_export_task", params)
-            if not rows and _task(conn, request.task_id) is None:
-                raise LedgerError("TASK_NOT_FOUND", f"no task {request.task_id!r}")
+            if not rows:
+                require_task(request.task_id, _task(conn, request.task_id))
             return rows
 
         return [event_view(EventRow.from_row(row)) for row in self._db.read(read)]
