@@ -46,14 +46,10 @@ class MigrationReport:
 NOTHING_APPLIED = MigrationReport(applied=(), adopted_legacy=False, sealed_at_adoption=0)
 
 
-def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
-    return _parsed(migration_files(dialect))
-
-
-# Parsed once per process, keyed by names and texts so a new text never meets an old parse.
 @cache
-def _parsed(files: tuple[tuple[str, str], ...]) -> tuple[Migration, ...]:
-    return tuple(parse_migration(name, content) for name, content in files)
+def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
+    """A dialect's migrations, parsed once per process as their files are read once."""
+    return tuple(parse_migration(name, content) for name, content in migration_files(dialect))
 
 
 def read_catalogue(conn: Connection) -> CatalogueView:

@@ -32,7 +32,7 @@ from aios_ledger.core import LedgerError, RetryLaterError
 from aios_ledger.core.log.merkle import IntegrationBound
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
+from aios_ledger.shell.db.connection import Database, _SchemaStep
 from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row, check_streamed
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
@@ -619,14 +619,9 @@ class PostgresDatabase(Database):
     def _open(self, path: Any, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         if vfs is not None:
             raise LedgerError("DATABASE_URL_INVALID", "a VFS is SQLite's: not for a URL")
-        if synchronous not in SYNCHRONOUS_LEVELS:  # SQLite's setting: checked alike, unused
-            raise LedgerError(
-                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
-            )
         self.target = PostgresTarget.parse(str(path))
         self.path = self.target.redacted()
         self.busy_retries = 0
-        self.checkpoints = None
         self._local = threading.local()
         size = int(os.environ.get(POOL_SIZE_ENV, "4"))
         options = self.target.connect_options()
