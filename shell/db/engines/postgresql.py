@@ -294,11 +294,6 @@ class PgConnection:
         if self._queued or self._ids_to_reserve:
             self._round_trip(())
 
-    def _prepare_append(self, appending: int) -> None:
-        """Reserve a row-locked plan's ids after the rows its reads lock."""
-        if self.row_locked:
-            self._ids_to_reserve = appending
-
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._round_trip(((name, params),))[0]
 
@@ -359,7 +354,8 @@ class PgConnection:
     def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
         if not reads:
             return []
-        self._prepare_append(appending)
+        if self.row_locked:  # a row-locked plan's ids are reserved after the rows its reads lock
+            self._ids_to_reserve = appending
         try:
             # Each read has its own snapshot: one after a locking read sees what was committed
             # before the lock was granted.
