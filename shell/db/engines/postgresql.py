@@ -644,11 +644,8 @@ class PostgresDatabase(Database):
             self._pool.close(timeout=0)
             raise LedgerError("DATABASE_UNAVAILABLE", f"cannot connect to {self.path}") from None
         try:
-            if step is not _SchemaStep.AS_FOUND:
-                migrate = step is _SchemaStep.MIGRATE
-                plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
-                if not plan.is_current:
-                    self.write_schema(apply_migrations)
+            if not plan_on_open(self, step).is_current:
+                self.write_schema(apply_migrations)
         except BaseException:
             self._close_quietly()
             raise

@@ -414,10 +414,7 @@ class SqliteDatabase(Database):
     def _prepare(self, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         conn = self.conn
         # The schema is read before the journal mode is written: a refused file stays as it was.
-        plan = None
-        if step is not _SchemaStep.AS_FOUND:
-            migrate = step is _SchemaStep.MIGRATE
-            plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
+        plan = plan_on_open(self, step)
         try:
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: conn.fetch_record("pragma_journal_wal", None, None))
@@ -429,7 +426,7 @@ class SqliteDatabase(Database):
             self.checkpoints = install_checkpoint_rounds(conn, self.path, vfs, synchronous)
         except apsw.Error as exc:
             raise storage_error(exc, self.path) from None
-        if plan is not None and not plan.is_current:
+        if not plan.is_current:
             self.write_schema(apply_migrations)
 
     def close(self) -> None:
