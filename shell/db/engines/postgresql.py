@@ -231,10 +231,9 @@ class PgConnection:
     def commit(self) -> None:
         """What waits and the COMMIT, in one pipeline batch."""
         if self.read_only and not self.in_transaction_on_server:
-            self._queued.clear()
-            self._begun = False
-            return
-        self._round_trip((), commit=True)
+            self._queued.clear()  # a read that never reached the server: nothing to commit
+        else:
+            self._round_trip((), commit=True)
         self._begun = False
 
     def rollback(self) -> None:
