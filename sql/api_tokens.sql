@@ -2,14 +2,12 @@
 
 -- name: api_token_get^
 -- returns: ApiTokenRow
-SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
-  capabilities_json
+SELECT {{columns_of_api_tokens}}
 FROM api_tokens WHERE name = :name;
 
 -- name: api_token_by_digest^
 -- returns: ApiTokenRow
-SELECT name, roles_json, token_sha256, status, revision, created_at, updated_at,
-  capabilities_json
+SELECT {{columns_of_api_tokens}}
 FROM api_tokens WHERE token_sha256 = :token_sha256;
 
 -- name: api_token_cas_update!

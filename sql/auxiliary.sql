@@ -1,13 +1,8 @@
 -- Auxiliary runs: reads and the guarded transitions.
 
--- fragment: auxiliary_run_columns
-aux_id, session_id, run_id, parent_json, kind, mode, state, spec_json, spec_digest,
-       evidence_digest, owner, revision, created_at_ms, updated_at_ms, output_json,
-       output_digest, error_code, error
-
 -- name: get_auxiliary_run^
 -- returns: AuxiliaryRunRow
-SELECT {{auxiliary_run_columns}}
+SELECT {{columns_of_auxiliary_runs}}
 FROM auxiliary_runs WHERE aux_id = :aux_id;
 
 -- name: insert_auxiliary_run!
@@ -33,12 +28,12 @@ WHERE aux_id = :aux_id
 
 -- name: unfinished_auxiliary_runs
 -- returns: AuxiliaryRunRow
-SELECT {{auxiliary_run_columns}}
+SELECT {{columns_of_auxiliary_runs}}
 FROM auxiliary_runs WHERE state IN ('PENDING', 'RUNNING') ORDER BY aux_id;
 
 -- name: list_auxiliary_runs
 -- returns: AuxiliaryRunRow
-SELECT {{auxiliary_run_columns}}
+SELECT {{columns_of_auxiliary_runs}}
 FROM auxiliary_runs
 WHERE (CAST(:state AS text) IS NULL OR state = :state)
   AND (CAST(:session_id AS text) IS NULL OR session_id = :session_id)

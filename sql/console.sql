@@ -66,7 +66,7 @@ ORDER BY e.event_id DESC LIMIT :limit;
 
 -- name: console_task_marks
 -- A task's page: its claims, submissions, verdicts and governed writes; never its heartbeats.
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
+SELECT {{columns_of_events}}
 FROM events
 WHERE task_id = :task_id
   AND event_type IN ('TASK_CLAIMED', 'RESULT_SUBMITTED', 'TASK_VERIFIED',

@@ -14,11 +14,11 @@ ORDER BY e.event_id;
 
 -- name: events_after
 -- `events --follow`: the next page of the log after a cursor (core/log/follow.py).
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
+SELECT {{columns_of_events}}
 FROM events WHERE event_id > :after ORDER BY event_id LIMIT :limit;
 
 -- name: events_after_for_task
-SELECT event_id, task_id, agent_id, event_type, payload_json, created_at, actor
+SELECT {{columns_of_events}}
 FROM events WHERE task_id = :task_id AND event_id > :after ORDER BY event_id LIMIT :limit;
 
 -- name: task_result_author$

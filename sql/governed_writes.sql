@@ -1,15 +1,8 @@
 -- Governed writes to git: repositories, proposals, writer leases, writes.
 
--- fragment: governed_write_columns
-idempotency_key, task_id, proposal_id, repository, ref, old_oid, new_oid, generation,
-       state, code, observed_oid, changed_files_json, revision, created_at, updated_at
-
 -- name: get_governed_repository
 -- returns: RepositoryRow
-SELECT name, path, head_branch, protected_json, revision, created_at, updated_at,
-       secrets_baseline_json, secrets_baseline_sha256, scan_max_bytes, scan_max_seconds,
-       allow_gitlinks, agent_scan_max_bytes, agent_scan_max_seconds, agent_scan_window_seconds,
-       pull_request_json, remote_url
+SELECT {{columns_of_governed_repositories}}
 FROM governed_repositories WHERE name = :name;
 
 -- name: governed_repository_settings_cas_update!
@@ -25,7 +18,7 @@ SET secrets_baseline_json = :secrets_baseline_json,
 WHERE name = :name AND revision = :expected_revision;
 
 -- name: get_repository_settings_change
-SELECT idempotency_key, repository, request_sha256, revision, response_json, created_at
+SELECT {{columns_of_repository_settings_changes}}
 FROM repository_settings_changes WHERE idempotency_key = :idempotency_key;
 
 -- name: agent_scan_spend^
@@ -55,9 +48,7 @@ FROM task_proposals AS p JOIN tasks AS t ON t.task_id = p.task_id AND t.attempt 
 WHERE p.task_id = :task_id;
 
 -- name: task_proposals_of_task
-SELECT proposal_id, task_id, attempt, repository, agent_id, base_oid, head_oid, bundle_sha256,
-       bundle_bytes, refs_json, changed_files_json, facts_json, created_at, scan_bytes,
-       scan_seconds
+SELECT {{columns_of_task_proposals}}
 FROM task_proposals WHERE task_id = :task_id ORDER BY attempt;
 
 -- name: writer_lease_cas_update!
@@ -68,7 +59,7 @@ WHERE lease_id = :lease_id AND revision = :expected_revision;
 
 -- name: get_writer_lease
 -- returns: WriterLeaseRow
-SELECT lease_id, repository, ref, holder, generation, revision, updated_at
+SELECT {{columns_of_writer_leases}}
 FROM writer_leases WHERE lease_id = :lease_id;
 
 -- name: governed_write_cas_update!
@@ -79,9 +70,9 @@ WHERE idempotency_key = :idempotency_key AND revision = :expected_revision;
 
 -- name: get_governed_write
 -- returns: GovernedWriteRow
-SELECT {{governed_write_columns}}
+SELECT {{columns_of_governed_writes}}
 FROM governed_writes WHERE idempotency_key = :idempotency_key;
 
 -- name: governed_writes_in_doubt
-SELECT {{governed_write_columns}}
+SELECT {{columns_of_governed_writes}}
 FROM governed_writes WHERE state = 'INTENDED' ORDER BY created_at, idempotency_key;

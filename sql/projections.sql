@@ -10,11 +10,11 @@ FROM task_source_capture_projection_recoveries WHERE idempotency_key = :idempote
 
 -- name: get_binding^
 -- returns: BindingRow
-SELECT task_id, job_id, binding_json, binding_sha256, created_at
+SELECT {{columns_of_governed_bindings}}
 FROM governed_bindings WHERE task_id = :task_id AND job_id = :job_id;
 
 -- name: bindings_of_task
 -- returns: BindingRow
 -- Every binding registered for a task, by job.
-SELECT task_id, job_id, binding_json, binding_sha256, created_at
+SELECT {{columns_of_governed_bindings}}
 FROM governed_bindings WHERE task_id = :task_id ORDER BY job_id LIMIT 2;

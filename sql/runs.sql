@@ -1,7 +1,7 @@
 -- Runs and their append-only events (the evidence auxiliary runs read).
 
 -- name: get_run^
-SELECT run_id, session_id, prompt, event_count, created_at, updated_at
+SELECT {{columns_of_runs}}
 FROM runs WHERE run_id = :run_id;
 
 -- name: insert_run!
@@ -24,7 +24,7 @@ WHERE run_id = :run_id
 
 -- name: run_events_page
 -- The first events of a run in order; evidence reads `limit` = max_events + 1 to see truncation.
-SELECT run_id, seq, kind, payload_json, created_at
+SELECT {{columns_of_run_events}}
 FROM run_events
 WHERE run_id = :run_id AND seq > :after_seq
 ORDER BY seq
@@ -32,7 +32,7 @@ LIMIT :limit;
 
 -- name: run_events_tail
 -- The last events of a run, newest first, for evidence that keeps a run's end.
-SELECT run_id, seq, kind, payload_json, created_at
+SELECT {{columns_of_run_events}}
 FROM run_events
 WHERE run_id = :run_id
 ORDER BY seq DESC

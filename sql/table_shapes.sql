@@ -84,7 +84,8 @@ WHERE :row_table = '{{table}}' AND {{key}} = :row_key
 -- shape: union_all
 UNION ALL
 
--- shape: task_columns
+-- shape: columns
+-- A table's columns: `{{task_columns}}`, and `{{columns_of_TABLE}}` for every other table.
 {{columns}}
 
 -- The rows an archive takes with a task (`:task_id`), by the column that names it.

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from aios_ledger.core import LedgerError
+from aios_ledger.core.config import SYNCHRONOUS_LEVELS
 from aios_ledger.shell.db.engines import Listener, is_database_url, registered
 from aios_ledger.shell.db.run import (
     Connection,
@@ -50,7 +51,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-SYNCHRONOUS_LEVELS = ("FULL", "NORMAL")
 DEFAULT_PATH_ENV = "AIOS_LEDGER_DB"
 
 
@@ -121,6 +121,11 @@ class Database:
         migrate: bool = True,
         vfs: str | None = None,
     ) -> None:
+        # SQLite's setting; PostgreSQL checks it alike and leaves it unused.
+        if synchronous not in SYNCHRONOUS_LEVELS:
+            raise LedgerError(
+                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
+            )
         step = _SchemaStep.MIGRATE if migrate else _SchemaStep.REQUIRE_CURRENT
         self._open(path, synchronous, vfs, step)
 

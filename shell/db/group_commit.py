@@ -26,8 +26,13 @@ MAX_BATCH_LIMIT = 10_000
 URGENT_CUT_SECONDS = 0.002
 
 
-class ReaderConnection(Connection, Protocol):
-    """A read connection of its own, which group commit closes when it stops."""
+class OwnConnection(Connection, Protocol):
+    """A connection of the engine's (by shape): one try at a transaction, a rollback, and (a read
+    connection of a thread's own) the close when group commit stops."""
+
+    def transaction(self, begin: str, work: Callable[[Connection], T]) -> T: ...
+
+    def roll_back(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -38,7 +43,7 @@ class WriterDatabase(Protocol):
     path: str
 
     @property
-    def conn(self) -> Connection: ...
+    def conn(self) -> OwnConnection: ...
 
     @property
     def driver_error(self) -> type[Exception]: ...
@@ -46,11 +51,9 @@ class WriterDatabase(Protocol):
     @property
     def busy_errors(self) -> tuple[type[BaseException], ...]: ...
 
-    def open_reader(self) -> ReaderConnection: ...
+    def open_reader(self) -> OwnConnection: ...
 
     def _with_busy_retry(self, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T: ...
-
-    def _rollback(self) -> None: ...
 
 
 class GroupCommitStats(TypedDict):
@@ -105,7 +108,7 @@ class GroupCommit:
         self._urgent: collections.deque[_Entry] = collections.deque()
         self._waiting: collections.deque[_Entry] = collections.deque()
         self._local = threading.local()
-        self._readers: list[ReaderConnection] = []
+        self._readers: list[OwnConnection] = []
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._stopped = False
@@ -128,12 +131,11 @@ class GroupCommit:
 
     def read(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in one read transaction on this thread's own connection."""
-        conn = self.reader()
-        return self._db._with_busy_retry(_read_once, conn, work, self._db.driver_error)
+        return self._db._with_busy_retry(self.reader().transaction, "begin_read", work)
 
-    def reader(self) -> Connection:
+    def reader(self) -> OwnConnection:
         """This thread's read connection, opened on first use."""
-        conn: ReaderConnection | None = getattr(self._local, "conn", None)
+        conn: OwnConnection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
         with self._lock:
@@ -228,10 +230,10 @@ class GroupCommit:
                 outcomes.append(self._run_work(conn, entry.work))
             execute(conn, "commit")
         except _WholeBatchLost as lost:
-            self._db._rollback()
+            conn.roll_back()
             raise lost.cause from None
         except BaseException:
-            self._db._rollback()
+            conn.roll_back()
             raise
         return outcomes
 
@@ -254,18 +256,3 @@ class GroupCommit:
             return _Outcome(error=error)
         execute(conn, "release_work")
         return _Outcome(value=value)
-
-
-def _read_once(
-    conn: Connection, work: Callable[[Connection], T], driver_error: type[Exception]
-) -> T:
-    execute(conn, "begin_read")
-    try:
-        result = work(conn)
-        execute(conn, "commit")
-    except BaseException:
-        if conn.in_transaction:
-            with contextlib.suppress(driver_error):
-                execute(conn, "rollback")
-        raise
-    return result

@@ -18,6 +18,7 @@ from aios_ledger.core.migrations import (
     refuse_unless_current,
 )
 from aios_ledger.shell.db.adoption import seal_unsealed_events
+from aios_ledger.shell.db.connection import _SchemaStep
 from aios_ledger.shell.db.engines import SchemaConnection
 from aios_ledger.shell.db.merkle import build_tree
 from aios_ledger.shell.db.run import Connection, execute, fetch_all
@@ -46,14 +47,10 @@ class MigrationReport:
 NOTHING_APPLIED = MigrationReport(applied=(), adopted_legacy=False, sealed_at_adoption=0)
 
 
-def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
-    return _parsed(migration_files(dialect))
-
-
-# Parsed once per process, keyed by names and texts so a new text never meets an old parse.
 @cache
-def _parsed(files: tuple[tuple[str, str], ...]) -> tuple[Migration, ...]:
-    return tuple(parse_migration(name, content) for name, content in files)
+def known_migrations(dialect: str = "sqlite") -> tuple[Migration, ...]:
+    """A dialect's migrations, parsed once per process as their files are read once."""
+    return tuple(parse_migration(name, content) for name, content in migration_files(dialect))
 
 
 def read_catalogue(conn: Connection) -> CatalogueView:
@@ -78,13 +75,17 @@ def migration_plan(conn: Connection) -> MigrationPlan:
     return plan_migrations(known_migrations(conn.dialect), read_catalogue(conn))
 
 
-def plan_on_open(conn: Connection, *, migrate: bool) -> MigrationPlan:
+def plan_on_open(db: Transactions, step: _SchemaStep) -> MigrationPlan:
     """The schema step's read before the Database touches the file: the plan to apply, or (not
-    migrating) a refusal of anything but a current database."""
-    if migrate:
-        return migration_plan(conn)
-    refuse_unless_current(known_migrations(conn.dialect), read_catalogue(conn))
-    return CURRENT
+    migrating) a refusal of anything but a current database; as found, nothing to apply."""
+
+    def refuse_unless_current_schema(conn: Connection) -> MigrationPlan:
+        refuse_unless_current(known_migrations(conn.dialect), read_catalogue(conn))
+        return CURRENT
+
+    if step is _SchemaStep.AS_FOUND:
+        return CURRENT
+    return db.read(migration_plan if step is _SchemaStep.MIGRATE else refuse_unless_current_schema)
 
 
 def apply_migrations(conn: SchemaConnection) -> MigrationReport:

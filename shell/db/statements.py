@@ -93,13 +93,19 @@ def _resolved(statement: Statement, fragments: Mapping[str, str], source: str) -
     return attrs.evolve(statement, sql=sql)
 
 
-def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
+def _sql_files(package_name: str) -> tuple[tuple[str, str], ...]:
+    """A package's `.sql` files in name order: each one's name and text."""
     package = resources.files(package_name)
-    return [
-        (entry.name, parse_source(entry.name, entry.read_text("utf-8")))
+    return tuple(
+        (entry.name, entry.read_text("utf-8"))
         for entry in sorted(package.iterdir(), key=lambda item: item.name)
-        if entry.name.endswith(".sql") and entry.is_file() and entry.name != SHAPES_FILE
-    ]
+        if entry.name.endswith(".sql") and entry.is_file()
+    )
+
+
+def _package_sources(package_name: str) -> list[tuple[str, SqlSource]]:
+    files = _sql_files(package_name)
+    return [(name, parse_source(name, text)) for name, text in files if name != SHAPES_FILE]
 
 
 @cache
@@ -199,9 +205,4 @@ def sql(name: str) -> str:
 
 @cache
 def migration_files(dialect: str = "sqlite") -> tuple[tuple[str, str], ...]:
-    package = resources.files(MIGRATION_PACKAGES[dialect])
-    return tuple(
-        (entry.name, entry.read_text("utf-8"))
-        for entry in sorted(package.iterdir(), key=lambda item: item.name)
-        if entry.name.endswith(".sql") and entry.is_file()
-    )
+    return _sql_files(MIGRATION_PACKAGES[dialect])

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from aios_ledger.core.log.tables import SealedTable, Table
-from aios_ledger.core.sealed_tables import BY_NAME, SEALED_TABLES, TABLES
+from aios_ledger.core.sealed_tables import SEALED_TABLES, TABLES
 
 SHAPES_FILE = "table_shapes.sql"
 _WIDTH = 96
@@ -181,6 +181,9 @@ def rendered(shapes: Mapping[str, str]) -> tuple[dict[str, tuple[str, str]], dic
     fragments = {
         "state_row_exists": render.state_row_exists(SEALED_TABLES.values()),
         "archived_key_taken": render.archived_key_taken(SEALED_TABLES.values()),
-        "task_columns": render("task_columns", columns=BY_NAME["tasks"].columns),
     }
+    for table in TABLES:
+        # A read that selects a table's every column names them by its fragment.
+        columns = "task_columns" if table.name == "tasks" else f"columns_of_{table.name}"
+        fragments[columns] = render("columns", columns=table.columns)
     return found, fragments

@@ -32,7 +32,7 @@ from aios_ledger.core import LedgerError, RetryLaterError
 from aios_ledger.core.log.merkle import IntegrationBound
 from aios_ledger.core.log.seals import LEDGER_CHAIN
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
+from aios_ledger.shell.db.connection import Database, _SchemaStep
 from aios_ledger.shell.db.engines import Connection, Listener, Params, Read, Row, check_streamed
 from aios_ledger.shell.db.migrator import apply_migrations, known_migrations, plan_on_open
 from aios_ledger.shell.db.run import MATCHED_COLUMNS, check_columns, revision_conflict
@@ -231,10 +231,9 @@ class PgConnection:
     def commit(self) -> None:
         """What waits and the COMMIT, in one pipeline batch."""
         if self.read_only and not self.in_transaction_on_server:
-            self._queued.clear()
-            self._begun = False
-            return
-        self._round_trip((), commit=True)
+            self._queued.clear()  # a read that never reached the server: nothing to commit
+        else:
+            self._round_trip((), commit=True)
         self._begun = False
 
     def rollback(self) -> None:
@@ -293,11 +292,6 @@ class PgConnection:
     def flush(self) -> None:
         if self._queued or self._ids_to_reserve:
             self._round_trip(())
-
-    def _prepare_append(self, appending: int) -> None:
-        """Reserve a row-locked plan's ids after the rows its reads lock."""
-        if self.row_locked:
-            self._ids_to_reserve = appending
 
     def run(self, name: str, params: Mapping[str, Any] | None) -> psycopg.Cursor[Any]:
         return self._round_trip(((name, params),))[0]
@@ -359,7 +353,8 @@ class PgConnection:
     def fetch_together(self, reads: Sequence[Read], *, appending: int = 0) -> list[list[Any]]:
         if not reads:
             return []
-        self._prepare_append(appending)
+        if self.row_locked:  # a row-locked plan's ids are reserved after the rows its reads lock
+            self._ids_to_reserve = appending
         try:
             # Each read has its own snapshot: one after a locking read sees what was committed
             # before the lock was granted.
@@ -619,14 +614,9 @@ class PostgresDatabase(Database):
     def _open(self, path: Any, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         if vfs is not None:
             raise LedgerError("DATABASE_URL_INVALID", "a VFS is SQLite's: not for a URL")
-        if synchronous not in SYNCHRONOUS_LEVELS:  # SQLite's setting: checked alike, unused
-            raise LedgerError(
-                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
-            )
         self.target = PostgresTarget.parse(str(path))
         self.path = self.target.redacted()
         self.busy_retries = 0
-        self.checkpoints = None
         self._local = threading.local()
         size = int(os.environ.get(POOL_SIZE_ENV, "4"))
         options = self.target.connect_options()
@@ -653,11 +643,8 @@ class PostgresDatabase(Database):
             self._pool.close(timeout=0)
             raise LedgerError("DATABASE_UNAVAILABLE", f"cannot connect to {self.path}") from None
         try:
-            if step is not _SchemaStep.AS_FOUND:
-                migrate = step is _SchemaStep.MIGRATE
-                plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
-                if not plan.is_current:
-                    self.write_schema(apply_migrations)
+            if not plan_on_open(self, step).is_current:
+                self.write_schema(apply_migrations)
         except BaseException:
             self._close_quietly()
             raise

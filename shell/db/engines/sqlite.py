@@ -24,7 +24,7 @@ import apsw
 from aios_ledger.core import LedgerError
 from aios_ledger.core.log.merkle import IntegrationBound, MerkleTreeRow
 from aios_ledger.core.statements import SqlWrite, Statement
-from aios_ledger.shell.db.connection import SYNCHRONOUS_LEVELS, Database, _SchemaStep
+from aios_ledger.shell.db.connection import Database, _SchemaStep
 from aios_ledger.shell.db.engines import (
     Connection,
     Listener,
@@ -55,7 +55,6 @@ BUSY_TIMEOUT_MS = 5000
 BUSY_RETRIES = 12
 _TEXTS = statement_texts()
 _BEGIN_IMMEDIATE = _TEXTS["begin_immediate"]
-_BEGIN_READ = _TEXTS["begin_read"]
 _COMMIT = _TEXTS["commit"]
 
 
@@ -271,17 +270,28 @@ class SqliteConnection(apsw.Connection):
     def integration_bound(self, waiting: Sequence[str]) -> IntegrationBound:
         return IntegrationBound(0, int(self.fetch_record("copy_event_id_counter", None, None)))
 
-    def began_transaction(self) -> None:
-        """A plain transaction (not group commit's) began: what it keeps is carried past COMMIT."""
+    def transaction(self, begin: str, work: Callable[[Connection], T]) -> T:
+        """One try at `work` between the statement `begin` and COMMIT, rolled back if it raises.
+        Not a batch of group commit's: what an append keeps here is carried past the COMMIT."""
+        self.execute(_TEXTS[begin])
         self._kept = None
-
-    def committed_transaction(self) -> None:
+        try:
+            result = work(self)
+            self.execute(_COMMIT)
+        except BaseException:
+            self.roll_back()
+            raise
         kept, self._kept = self._kept, None
         if kept is not None:
             self._carried = (self.data_version(), kept)
+        return result
 
-    def rolled_back(self) -> None:
+    def roll_back(self) -> None:
         self._kept = self._carried = None
+        if self.in_transaction:
+            # SQLite may already have rolled back after an I/O error; nothing is left open then.
+            with contextlib.suppress(apsw.Error):
+                self.run_write("rollback")
 
 
 def resolve_path(path: str | os.PathLike[str] | None) -> str:
@@ -373,10 +383,6 @@ class SqliteDatabase(Database):
         vfs: str | None,
         step: _SchemaStep,
     ) -> None:
-        if synchronous not in SYNCHRONOUS_LEVELS:
-            raise LedgerError(
-                "SYNCHRONOUS_INVALID", f"synchronous must be one of {SYNCHRONOUS_LEVELS}"
-            )
         self.path = resolve_path(path)
         self.busy_retries = 0  # transactions retried after SQLITE_BUSY (observability only)
         self.checkpoints: CheckpointRounds | None = None
@@ -408,10 +414,7 @@ class SqliteDatabase(Database):
     def _prepare(self, synchronous: str, vfs: str | None, step: _SchemaStep) -> None:
         conn = self.conn
         # The schema is read before the journal mode is written: a refused file stays as it was.
-        plan = None
-        if step is not _SchemaStep.AS_FOUND:
-            migrate = step is _SchemaStep.MIGRATE
-            plan = self.read(lambda conn: plan_on_open(conn, migrate=migrate))
+        plan = plan_on_open(self, step)
         try:
             if self.path != ":memory:":
                 self._with_busy_retry(lambda: conn.fetch_record("pragma_journal_wal", None, None))
@@ -423,7 +426,7 @@ class SqliteDatabase(Database):
             self.checkpoints = install_checkpoint_rounds(conn, self.path, vfs, synchronous)
         except apsw.Error as exc:
             raise storage_error(exc, self.path) from None
-        if plan is not None and not plan.is_current:
+        if not plan.is_current:
             self.write_schema(apply_migrations)
 
     def close(self) -> None:
@@ -514,7 +517,7 @@ class SqliteDatabase(Database):
             return storage_error(exc, self.path)
         except apsw.Error:
             return None
-        self._rollback()
+        self.conn.roll_back()
         return None
 
     def _journal_writable(self) -> bool:
@@ -532,36 +535,16 @@ class SqliteDatabase(Database):
     ) -> T:
         if self.group_commit is not None:
             return self.group_commit.write(work, urgent=urgent)
-        return self._transaction(_BEGIN_IMMEDIATE, work)
+        return self._transaction("begin_immediate", work)
 
     def read(self, work: Callable[[Connection], T]) -> T:
         if self.group_commit is not None:
             return self.group_commit.read(work)
-        return self._transaction(_BEGIN_READ, work)
+        return self._transaction("begin_read", work)
 
     def _transaction(self, begin: str, work: Callable[[Connection], T]) -> T:
         with self._turn:
-            return self._with_busy_retry(self._transaction_once, begin, work)
-
-    def _transaction_once(self, begin: str, work: Callable[[Connection], T]) -> T:
-        conn = self.conn
-        conn.execute(begin)
-        conn.began_transaction()
-        try:
-            result = work(conn)
-            conn.execute(_COMMIT)
-        except BaseException:
-            self._rollback()
-            raise
-        conn.committed_transaction()
-        return result
-
-    def _rollback(self) -> None:
-        self.conn.rolled_back()
-        if self.conn.in_transaction:
-            # SQLite may already have rolled back after an I/O error; nothing is left open then.
-            with contextlib.suppress(apsw.Error):
-                self.conn.run_write("rollback")
+            return self._with_busy_retry(self.conn.transaction, begin, work)
 
     def _with_busy_retry(self, attempt: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         for retry in range(BUSY_RETRIES + 1):
