@@ -59,15 +59,6 @@ def _admit(call: Call, lease_token: str) -> None:
     )
 
 
-def require_holder(call: Call) -> None:
-    """The upload's guard for an older client, without the lease header: the task must not be
-    another agent's; the lease is checked once the body is parsed."""
-    task_id = call.path("task_id")
-    holder = call.backend.read_now(lambda s: _holder(s, task_id))
-    if holder is not None and holder != call.name:
-        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
-
-
 def _holder(stores: Stores, task_id: str) -> str | None:
     try:
         return stores.tasks.get(task_id)["claimed_by"]
@@ -77,12 +68,16 @@ def _holder(stores: Stores, task_id: str) -> str | None:
 
 def admit_upload(call: Call) -> None:
     """The upload's guard, before its body is read: the task must be the caller's, under the
-    live lease of the lease header."""
+    live lease of the lease header. An older client, without the header: the task must not be
+    another agent's; the lease is checked once the body is parsed."""
     lease_token = call.request.headers.get(LEASE_TOKEN_HEADER)
     if lease_token:
         _admit(call, lease_token)
-    else:
-        require_holder(call)
+        return
+    task_id = call.path("task_id")
+    holder = call.backend.read_now(lambda s: _holder(s, task_id))
+    if holder is not None and holder != call.name:
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
 
 
 @route(
