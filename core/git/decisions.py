@@ -3,6 +3,7 @@ lease, and the outcome read from the ref, which also reconciles a crash."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import cast
 
 import attrs
@@ -683,11 +684,8 @@ def _attempted_write(state: WriteState) -> JsonObject:
     task = state.task
     if task is None:
         return attempted
-    try:
+    with contextlib.suppress(LedgerError):  # not bound, or a binding that does not parse
         binding = task_binding(task)
-    except LedgerError:  # not bound, or a binding that does not parse: nothing to name
-        binding = None
-    if binding is not None:
         attempted.update(
             repository=binding.repository,
             branch=binding.target_branch,
