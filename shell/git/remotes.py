@@ -232,19 +232,17 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
         raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes no {', '.join(misplaced)}")
     if not re.fullmatch(r"[A-Za-z0-9._@+-]{1,200}", credentials.token_user):
         raise LedgerError(CREDENTIAL_INVALID, "--token-user: letters, digits and ._@+-")
-    for name in _CREDENTIAL_NAMES:
-        credential = getattr(credentials, name)
-        if credential is not None:
-            credential_file(credential, _option(name))
     resolved: dict[str, str] = {}
-    for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle"):
-        path = getattr(credentials, name)
-        if path is None:
-            continue
-        absolute = os.path.abspath(path)
-        if not os.path.isfile(absolute) or not os.access(absolute, os.R_OK):
-            raise LedgerError(CREDENTIAL_INVALID, f"{_option(name)}: {path[:200]!r} is no file")
-        resolved[name] = absolute
+    for name in (*_CREDENTIAL_NAMES, "ssh_key", "known_hosts", "token_file", "ca_bundle"):
+        value = getattr(credentials, name)
+        if value is not None and name in _CREDENTIAL_NAMES:
+            credential_file(value, _option(name))
+        elif value is not None:
+            resolved[name] = os.path.abspath(value)
+            if not os.path.isfile(resolved[name]) or not os.access(resolved[name], os.R_OK):
+                raise LedgerError(
+                    CREDENTIAL_INVALID, f"{_option(name)}: {value[:200]!r} is no file"
+                )
     return attrs.evolve(credentials, **resolved)
 
 
