@@ -307,11 +307,7 @@ class ProposalState:
 
 
 def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
-    if (
-        task.status != TaskStatus.CLAIMED
-        or task.lease_token_hash is None
-        or task.lease_token_hash != lease_token_sha256(token)
-    ):
+    if task.status != TaskStatus.CLAIMED or task.lease_token_hash != lease_token_sha256(token):
         raise LedgerError(
             "LEASE_INVALID", f"the token does not hold the current lease of task {task.task_id!r}"
         )

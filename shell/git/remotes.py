@@ -522,12 +522,8 @@ def push_refs(
 
 def _porcelain(answer: str) -> dict[str, str]:
     """`git push --porcelain`'s summary per destination ref (`FLAG\tFROM:TO\tSUMMARY`)."""
-    found: dict[str, str] = {}
-    for line in answer.splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 3 and ":" in parts[1]:
-            found[parts[1].rpartition(":")[2]] = parts[2]
-    return found
+    rows = [line.split("\t") for line in answer.splitlines()]
+    return {row[1].rpartition(":")[2]: row[2] for row in rows if len(row) >= 3 and ":" in row[1]}
 
 
 def _notes_commit(mirror: str, note: PushedNote, commit: str, base: str | None) -> str:
