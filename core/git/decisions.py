@@ -398,10 +398,7 @@ def decide_record_proposal(
         refs=sorted(heads),
         target_ref=target,
         descends_from_base=request.descends_from_base,
-        secrets=[
-            {"path": found.path, "kind": found.kind, "line": found.line}
-            for found in request.secrets
-        ],
+        secrets=[attrs.asdict(found) for found in request.secrets],
         secrets_baseline_sha256=request.secrets_baseline_sha256,
         protected=repository.protected(),
         head_branch=repository.head_branch,

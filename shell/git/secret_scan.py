@@ -246,15 +246,12 @@ def _scan(
     ]
     commit_ids = [commit for commit, _parent in commits]
     blob_ids = sorted({oid for _path, oid in files})
-    sizes = object_sizes(git_dir, [*commit_ids, *blob_ids], timeout=remaining())
+    objects = [*commit_ids, *blob_ids]  # each once
+    sizes = object_sizes(git_dir, objects, timeout=remaining())
     # Charged path by path: what the proposal asks to have read, not what reading it costs.
-    brought = sum(sizes.get(oid, 0) for _path, oid in files) + sum(
-        sizes.get(commit, 0) for commit in commit_ids
-    )
+    brought = sum(sizes.get(oid, 0) for oid in [*commit_ids, *(oid for _path, oid in files)])
     budget.require_bytes(brought)
-    distinct = sum(sizes.get(oid, 0) for oid in {*commit_ids, *blob_ids})
-    objects = [*commit_ids, *blob_ids]
-    limit = distinct + 128 * len(objects) + 1024
+    limit = sum(sizes.get(oid, 0) for oid in objects) + 128 * len(objects) + 1024
     contents = read_objects(git_dir, objects, max_output=limit, timeout=remaining())
     # What is read: each commit (its own text), then each blob under the paths it is found at.
     labels: dict[str, list[str]] = {commit: [f"commit {commit}"] for commit in commit_ids}
