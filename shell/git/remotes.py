@@ -281,18 +281,13 @@ def read_token(credentials: Credentials) -> str:
     return token
 
 
-def _secrets(remote: Remote) -> list[str]:
-    """Every form of the remote's secret a message could carry."""
-    if remote.scheme == "ssh":
-        return []
-    token = read_token(remote.credentials)
-    basic = f"{remote.credentials.token_user}:{token}".encode()
-    return [token, base64.b64encode(basic).decode()]
-
-
 def redact(text: str, remote: Remote) -> str:
-    for secret in _secrets(remote):
-        text = text.replace(secret, "[REDACTED]")
+    """`text` without any form of the remote's secret: a token, alone or in a Basic header."""
+    if remote.scheme != "ssh":
+        token = read_token(remote.credentials)
+        basic = f"{remote.credentials.token_user}:{token}".encode()
+        for secret in (token, base64.b64encode(basic).decode()):
+            text = text.replace(secret, "[REDACTED]")
     return re.sub(r"(?i)(authorization:\s*\w+\s+)\S+", r"\1[REDACTED]", text)
 
 
