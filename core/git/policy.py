@@ -35,12 +35,9 @@ def protected_patterns(
     head_branch: str | None, requested: Sequence[str] | None, *, default_protection: bool = True
 ) -> list[str]:
     """HEAD's branch always (never an agent's), the defaults unless off, then those asked."""
-    chosen: list[str] = []
-    defaults = list(DEFAULT_PROTECTED) if default_protection else []
-    for pattern in [*([head_branch] if head_branch else []), *defaults, *(requested or [])]:
-        if pattern not in chosen:
-            chosen.append(pattern)
-    return chosen
+    head = [head_branch] if head_branch else []
+    defaults = DEFAULT_PROTECTED if default_protection else ()
+    return list(dict.fromkeys([*head, *defaults, *(requested or [])]))  # each once, in order
 
 
 def is_protected(ref: str, patterns: Iterable[str]) -> bool:
