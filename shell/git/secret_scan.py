@@ -121,8 +121,9 @@ class _Scan:
         self.spent_bytes = 0
 
     def spent(self) -> ScanSpent:
-        seconds = self.clock() - self.started - self.waited
-        return ScanSpent(self.spent_bytes, charged_seconds(seconds))
+        """Its seconds as they are recorded: to the millisecond, rounded up (any scan costs one)."""
+        seconds = max(0.0, self.clock() - self.started - self.waited)
+        return ScanSpent(self.spent_bytes, math.ceil(seconds * 1000) / 1000)
 
     def read(self, label: str, data: bytes, depth: int = 0) -> Iterator[Any]:
         """The potential secrets of `data` read as the file `label`, each once."""
@@ -189,11 +190,6 @@ def spent_of(refused: LedgerError) -> ScanSpent | None:
     """What the scan a budget refusal stopped had cost (None: not a scan's refusal)."""
     found = getattr(refused, "scan_spent", None)
     return found if isinstance(found, ScanSpent) else None
-
-
-def charged_seconds(seconds: float) -> float:
-    """Seconds as they are recorded: to the millisecond, rounded up (any scan costs one)."""
-    return math.ceil(max(0.0, seconds) * 1000) / 1000
 
 
 def scan_proposal(
