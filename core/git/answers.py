@@ -96,8 +96,8 @@ class WriteAnswer(TypedDict):
 def _of_row(
     columns: Mapping[str, object], names: Iterable[str], computed: Mapping[str, object]
 ) -> dict[str, object]:
-    """An answer's fields in its order: `computed`, else the row's columns of the same names (an
-    optional field, neither, is left out)."""
+    """An answer's fields in its order, each from `computed`, else the row's column of its name;
+    an optional field found in neither is left out."""
     found = {**columns, **computed}
     return {name: found[name] for name in names if name in found}
 
