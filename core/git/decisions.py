@@ -3,6 +3,7 @@ lease, and the outcome read from the ref, which also reconciles a crash."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import cast
 
 import attrs
@@ -306,11 +307,7 @@ class ProposalState:
 
 
 def _check_lease(task: TaskRow, token: str, now: Timestamp) -> None:
-    if (
-        task.status != TaskStatus.CLAIMED
-        or task.lease_token_hash is None
-        or task.lease_token_hash != lease_token_sha256(token)
-    ):
+    if task.status != TaskStatus.CLAIMED or task.lease_token_hash != lease_token_sha256(token):
         raise LedgerError(
             "LEASE_INVALID", f"the token does not hold the current lease of task {task.task_id!r}"
         )
@@ -401,10 +398,7 @@ def decide_record_proposal(
         refs=sorted(heads),
         target_ref=target,
         descends_from_base=request.descends_from_base,
-        secrets=[
-            {"path": found.path, "kind": found.kind, "line": found.line}
-            for found in request.secrets
-        ],
+        secrets=[attrs.asdict(found) for found in request.secrets],
         secrets_baseline_sha256=request.secrets_baseline_sha256,
         protected=repository.protected(),
         head_branch=repository.head_branch,
@@ -683,11 +677,8 @@ def _attempted_write(state: WriteState) -> JsonObject:
     task = state.task
     if task is None:
         return attempted
-    try:
+    with contextlib.suppress(LedgerError):  # not bound, or a binding that does not parse
         binding = task_binding(task)
-    except LedgerError:  # not bound, or a binding that does not parse: nothing to name
-        binding = None
-    if binding is not None:
         attempted.update(
             repository=binding.repository,
             branch=binding.target_branch,

@@ -55,23 +55,19 @@ def symlink_escapes(path: str, target: str) -> bool:
     return False
 
 
-def entry_problem(entry: TreeEntry, *, allow_gitlinks: bool) -> str | None:
-    if entry.mode == GITLINK_MODE and not allow_gitlinks:
-        return (
-            f"{entry.path!r} is a gitlink (submodule commit {entry.oid}) and the repository "
-            "does not allow gitlinks"
-        )
-    if entry.mode == SYMLINK_MODE and symlink_escapes(entry.path, entry.symlink_target or ""):
-        return (
-            f"{entry.path!r} is a symbolic link out of the tree (to {entry.symlink_target!r}, "
-            f"blob {entry.oid})"
-        )
-    return None
-
-
 def require_safe_entries(entries: Iterable[TreeEntry], *, allow_gitlinks: bool) -> None:
     """`BUNDLE_UNSAFE` for the first entry (by path) that may not be written."""
     for entry in sorted(entries, key=lambda entry: (entry.path, entry.oid)):
-        problem = entry_problem(entry, allow_gitlinks=allow_gitlinks)
-        if problem is not None:
-            raise LedgerError("BUNDLE_UNSAFE", f"{problem}: remove it from the proposal's commits")
+        if entry.mode == GITLINK_MODE and not allow_gitlinks:
+            problem = (
+                f"{entry.path!r} is a gitlink (submodule commit {entry.oid}) and the repository "
+                "does not allow gitlinks"
+            )
+        elif entry.mode == SYMLINK_MODE and symlink_escapes(entry.path, entry.symlink_target or ""):
+            problem = (
+                f"{entry.path!r} is a symbolic link out of the tree (to {entry.symlink_target!r}, "
+                f"blob {entry.oid})"
+            )
+        else:
+            continue
+        raise LedgerError("BUNDLE_UNSAFE", f"{problem}: remove it from the proposal's commits")

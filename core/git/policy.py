@@ -35,12 +35,9 @@ def protected_patterns(
     head_branch: str | None, requested: Sequence[str] | None, *, default_protection: bool = True
 ) -> list[str]:
     """HEAD's branch always (never an agent's), the defaults unless off, then those asked."""
-    chosen: list[str] = []
-    defaults = list(DEFAULT_PROTECTED) if default_protection else []
-    for pattern in [*([head_branch] if head_branch else []), *defaults, *(requested or [])]:
-        if pattern not in chosen:
-            chosen.append(pattern)
-    return chosen
+    head = [head_branch] if head_branch else []
+    defaults = DEFAULT_PROTECTED if default_protection else ()
+    return list(dict.fromkeys([*head, *defaults, *(requested or [])]))  # each once, in order
 
 
 def is_protected(ref: str, patterns: Iterable[str]) -> bool:
@@ -98,17 +95,18 @@ def refuse_by_facts(facts: Mapping[str, JsonValue]) -> None:
         raise LedgerError("SECRET_MATERIAL", f"secret material in {where}")
 
 
-def stated_disagreements(
+def require_agreement(
     result: Mapping[str, JsonValue],
-    facts: Mapping[str, JsonValue],
+    facts: Mapping[str, JsonValue] | None,
     changed_files: Sequence[str],
     head_oid: str,
-) -> list[str]:
-    """The fields whose stated governance facts differ from those computed."""
+) -> None:
+    """`RESULT_GOVERNANCE_VIOLATION` unless a result states its proposal's facts, files and head
+    as computed; without `facts` only its files and head (its flags are judged at the write)."""
     wrong = [
         flag
         for flag in FACT_FLAGS
-        if flag in result and bool(result[flag]) != bool(facts.get(flag))
+        if facts is not None and flag in result and bool(result[flag]) != bool(facts.get(flag))
     ]
     stated = result.get("changed_files")
     if "changed_files" in result and (
@@ -118,34 +116,9 @@ def stated_disagreements(
         wrong.append("changed_files")
     if result.get("head_oid") is not None and result.get("head_oid") != head_oid:
         wrong.append("head_oid")
-    return wrong
-
-
-def require_stated_work(
-    result: Mapping[str, JsonValue], changed_files: Sequence[str], head_oid: str
-) -> None:
-    """A result states its proposal's files and head; its flags are judged at the write."""
-    wrong = [
-        name
-        for name in stated_disagreements(result, {}, changed_files, head_oid)
-        if name in ("changed_files", "head_oid")
-    ]
     if wrong:
+        proposal = "the attempt's proposal" if facts is None else "the proposal"
         raise LedgerError(
             "RESULT_GOVERNANCE_VIOLATION",
-            f"the result states {wrong} otherwise than the attempt's proposal shows",
-        )
-
-
-def require_agreement(
-    result: Mapping[str, JsonValue],
-    facts: Mapping[str, JsonValue],
-    changed_files: Sequence[str],
-    head_oid: str,
-) -> None:
-    wrong = stated_disagreements(result, facts, changed_files, head_oid)
-    if wrong:
-        raise LedgerError(
-            "RESULT_GOVERNANCE_VIOLATION",
-            f"the result states {wrong} otherwise than the proposal shows",
+            f"the result states {wrong} otherwise than {proposal} shows",
         )

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import attrs
 from aios_ledger.core.errors import LedgerError
-from aios_ledger.core.git.policy import require_stated_work
+from aios_ledger.core.git.policy import require_agreement
 from aios_ledger.core.git.secrets import DEFAULT_SCAN_BYTES, DEFAULT_SCAN_SECONDS
 from aios_ledger.core.git.settings import (
     DEFAULT_AGENT_SCAN_BYTES,
@@ -145,7 +145,7 @@ class ProposalRow(NamedTuple):
         )
 
     def require_stated_work(self, result: Mapping[str, JsonValue]) -> None:
-        require_stated_work(result, self.changed_files(), self.head_oid)
+        require_agreement(result, None, self.changed_files(), self.head_oid)
 
     def facts(self) -> dict[str, JsonValue]:
         value = _json_column(TASK_PROPOSALS, self.proposal_id, "facts_json", self.facts_json)

@@ -4,7 +4,7 @@ are what the shell read from git, never what an agent says."""
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import attrs
 from aios_ledger.core.envelopes import REPOSITORY, ObjectId
@@ -34,12 +34,17 @@ class _Request(Structured):
         return unstructure(self)
 
 
-def _with_settings(raw: object) -> tuple[object, object]:
-    """`raw` and its `settings` apart, so that a bad one is `REPOSITORY_SETTING_INVALID`."""
-    if isinstance(raw, dict) and raw.get("settings") is not None:
-        rest = dict(raw)
-        return rest, rest.pop("settings")
-    return raw, None
+# The requests that carry a `SettingsChange`.
+R = TypeVar("R", "RegisterRepositoryRequest", "RepositorySettingsRequest")
+
+
+def _with_settings(raw: object, record: type[R], *, what: str) -> R:
+    """`raw` as `record`, its `settings` read apart, so that a bad one is
+    `REPOSITORY_SETTING_INVALID`."""
+    if not isinstance(raw, dict) or raw.get("settings") is None:
+        return structure(raw, record, what=what)
+    request = structure({**raw, "settings": {}}, record, what=what)
+    return attrs.evolve(request, settings=SettingsChange.from_mapping(raw["settings"]))
 
 
 @attrs.frozen
@@ -56,11 +61,7 @@ class RegisterRepositoryRequest:
 
     @classmethod
     def from_mapping(cls, raw: object) -> RegisterRepositoryRequest:
-        rest, settings = _with_settings(raw)
-        request = structure(rest, cls, what="repository")
-        if settings is None:
-            return request
-        return attrs.evolve(request, settings=SettingsChange.from_mapping(settings))
+        return _with_settings(raw, cls, what="repository")
 
     def public(self) -> JsonObject:
         settings = None if self.settings is None else self.settings.public()
@@ -78,12 +79,7 @@ class RepositorySettingsRequest:
 
     @classmethod
     def from_mapping(cls, raw: object) -> RepositorySettingsRequest:
-        rest, settings = _with_settings(raw)
-        if isinstance(rest, dict) and settings is not None:
-            rest = {**rest, "settings": {}}
-        request = structure(rest, cls, what="repository settings")
-        if settings is not None:
-            request = attrs.evolve(request, settings=SettingsChange.from_mapping(settings))
+        request = _with_settings(raw, cls, what="repository settings")
         if request.settings.is_empty():
             raise LedgerError(
                 "REPOSITORY_SETTING_INVALID",

@@ -22,7 +22,7 @@ from aios_ledger.shell.api.app import AGENTS, OWNERS, READERS, Answer, Call
 from aios_ledger.shell.api.backend import ApiSettings, Stores
 from aios_ledger.shell.api.openapi import Operation, Query, Routes
 from aios_ledger.shell.attest.commits import why_commit
-from aios_ledger.shell.attest.keys import SigningKey, configured_key_path, load_signer
+from aios_ledger.shell.attest.keys import configured_key_path, load_signer
 from aios_ledger.shell.db.connection import Database
 from aios_ledger.shell.git.proposals import admitted_context, record_proposal
 from aios_ledger.shell.git.workspace import LEASE_TOKEN_HEADER, base_bundle
@@ -40,13 +40,6 @@ def _on_own_connection(settings: ApiSettings, work: Callable[[Database], T]) -> 
         return work(db)
 
 
-def _bundle(text: str) -> bytes:
-    try:
-        return base64.b64decode(text.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError, ValueError):
-        raise LedgerError("BUNDLE_INVALID", "bundle_base64 is not base64") from None
-
-
 def _admit(call: Call, lease_token: str) -> None:
     """The proposal's cheap checks (the task, its holder, its lease), on a reader."""
     task_id, agent, clock = call.path("task_id"), call.name, call.backend.settings.clock
@@ -59,15 +52,6 @@ def _admit(call: Call, lease_token: str) -> None:
     )
 
 
-def require_holder(call: Call) -> None:
-    """The upload's guard for an older client, without the lease header: the task must not be
-    another agent's; the lease is checked once the body is parsed."""
-    task_id = call.path("task_id")
-    holder = call.backend.read_now(lambda s: _holder(s, task_id))
-    if holder is not None and holder != call.name:
-        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
-
-
 def _holder(stores: Stores, task_id: str) -> str | None:
     try:
         return stores.tasks.get(task_id)["claimed_by"]
@@ -77,12 +61,16 @@ def _holder(stores: Stores, task_id: str) -> str | None:
 
 def admit_upload(call: Call) -> None:
     """The upload's guard, before its body is read: the task must be the caller's, under the
-    live lease of the lease header."""
+    live lease of the lease header. An older client, without the header: the task must not be
+    another agent's; the lease is checked once the body is parsed."""
     lease_token = call.request.headers.get(LEASE_TOKEN_HEADER)
     if lease_token:
         _admit(call, lease_token)
-    else:
-        require_holder(call)
+        return
+    task_id = call.path("task_id")
+    holder = call.backend.read_now(lambda s: _holder(s, task_id))
+    if holder is not None and holder != call.name:
+        raise LedgerError("NOT_TASK_HOLDER", f"task {task_id!r} is held by another agent")
 
 
 @route(
@@ -109,7 +97,10 @@ async def upload_proposal(call: Call) -> Answer:
         raise LedgerError("FIELDS_INVALID", f"the {LEASE_TOKEN_HEADER} header is required")
     if not header:
         await run_in_threadpool(_admit, call, lease_token)
-    data = _bundle(body["bundle_base64"])
+    try:
+        data = base64.b64decode(body["bundle_base64"].encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError):
+        raise LedgerError("BUNDLE_INVALID", "bundle_base64 is not base64") from None
     settings, agent = call.backend.settings, call.name
 
     def record(db: Database) -> Any:
@@ -167,9 +158,11 @@ async def get_workspace(call: Call) -> Response:
 
 def write_task_branch(settings: ApiSettings, task_id: str, idempotency_key: str) -> Any:
     """The governed write of a verified task's proposal, attested with the server's key, for
-    the API's route and the console's form (blocking)."""
+    the API's route and the console's form (blocking). The server's key is that of its
+    environment or its systemd credential, if any."""
     request = {"task_id": task_id, "idempotency_key": idempotency_key}
-    signing = _server_signing_key()
+    key_path = configured_key_path(None)
+    signing = None if key_path is None else load_signer(key_path)
     return _on_own_connection(
         settings,
         lambda db: writes.governed_write(db, request, clock=settings.clock, attest_key=signing),
@@ -188,12 +181,6 @@ async def governed_write(call: Call) -> Answer:
     return Answer(
         await run_in_threadpool(write_task_branch, settings, task_id, body["idempotency_key"])
     )
-
-
-def _server_signing_key() -> SigningKey | None:
-    """The key of the server's environment or its systemd credential, if any."""
-    path = configured_key_path(None)
-    return None if path is None else load_signer(path)
 
 
 @route(

@@ -60,6 +60,7 @@ from aios_ledger.shell.git.runner import (
     object_sizes,
     raw_diff,
     read_objects,
+    read_ref,
     run_git,
 )
 from aios_ledger.shell.git.secret_scan import (
@@ -226,25 +227,19 @@ def added_entries(git_dir: str, tips: list[str], base: str) -> list[TreeEntry]:
         )
         if mode in (SYMLINK_MODE, GITLINK_MODE)
     }
-    targets = _symlink_targets(
-        git_dir, sorted({oid for (_path, oid), mode in found.items() if mode == SYMLINK_MODE})
-    )
-    return [
-        TreeEntry(path, mode, oid, targets.get(oid) if mode == SYMLINK_MODE else None)
-        for (path, oid), mode in sorted(found.items())
-    ]
-
-
-def _symlink_targets(git_dir: str, oids: list[str]) -> dict[str, str]:
-    """Each symbolic link blob's bytes (its target)."""
-    objects = read_objects(git_dir, oids, max_output=64 << 20) if oids else {}
+    # Each symbolic link's target: its blob's bytes.
+    symlinks = sorted({oid for (_path, oid), mode in found.items() if mode == SYMLINK_MODE})
+    objects = read_objects(git_dir, symlinks, max_output=64 << 20) if symlinks else {}
     targets: dict[str, str] = {}
-    for oid in oids:
+    for oid in symlinks:
         kind, content = objects.get(oid, ("missing", b""))
         if kind != "blob":
             raise LedgerError("BUNDLE_INVALID", f"the symbolic link {oid} is not a blob")
         targets[oid] = content.decode("utf-8", "backslashreplace")
-    return targets
+    return [
+        TreeEntry(path, mode, oid, targets.get(oid) if mode == SYMLINK_MODE else None)
+        for (path, oid), mode in sorted(found.items())
+    ]
 
 
 def fetch_bundle(git_dir: str, path: Path, prefix: str, *, only_head: bool = False) -> None:
@@ -523,10 +518,7 @@ def ensure_in_repository(db: Database, repository_path: str, proposal: ProposalR
     """Bring a recorded proposal's head into the governed repository, under its quarantine ref,
     from the stored bundle."""
     ref = quarantine_ref(proposal.bundle_sha256)
-    present = run_git(
-        ["--git-dir", repository_path, "rev-parse", "--verify", "--quiet", ref], check=False
-    )
-    if present.returncode == 0 and present.text.strip() == proposal.head_oid:
+    if read_ref(repository_path, ref) == proposal.head_oid:
         return
     path = read_stored_bundle(db, proposal.bundle_sha256)
     verify_bundle(repository_path, path)

@@ -232,19 +232,17 @@ def check_credentials(kind: str, credentials: Credentials) -> Credentials:
         raise LedgerError(CREDENTIAL_INVALID, f"a {kind} remote takes no {', '.join(misplaced)}")
     if not re.fullmatch(r"[A-Za-z0-9._@+-]{1,200}", credentials.token_user):
         raise LedgerError(CREDENTIAL_INVALID, "--token-user: letters, digits and ._@+-")
-    for name in _CREDENTIAL_NAMES:
-        credential = getattr(credentials, name)
-        if credential is not None:
-            credential_file(credential, _option(name))
     resolved: dict[str, str] = {}
-    for name in ("ssh_key", "known_hosts", "token_file", "ca_bundle"):
-        path = getattr(credentials, name)
-        if path is None:
-            continue
-        absolute = os.path.abspath(path)
-        if not os.path.isfile(absolute) or not os.access(absolute, os.R_OK):
-            raise LedgerError(CREDENTIAL_INVALID, f"{_option(name)}: {path[:200]!r} is no file")
-        resolved[name] = absolute
+    for name in (*_CREDENTIAL_NAMES, "ssh_key", "known_hosts", "token_file", "ca_bundle"):
+        value = getattr(credentials, name)
+        if value is not None and name in _CREDENTIAL_NAMES:
+            credential_file(value, _option(name))
+        elif value is not None:
+            resolved[name] = os.path.abspath(value)
+            if not os.path.isfile(resolved[name]) or not os.access(resolved[name], os.R_OK):
+                raise LedgerError(
+                    CREDENTIAL_INVALID, f"{_option(name)}: {value[:200]!r} is no file"
+                )
     return attrs.evolve(credentials, **resolved)
 
 
@@ -283,18 +281,13 @@ def read_token(credentials: Credentials) -> str:
     return token
 
 
-def _secrets(remote: Remote) -> list[str]:
-    """Every form of the remote's secret a message could carry."""
-    if remote.scheme == "ssh":
-        return []
-    token = read_token(remote.credentials)
-    basic = f"{remote.credentials.token_user}:{token}".encode()
-    return [token, base64.b64encode(basic).decode()]
-
-
 def redact(text: str, remote: Remote) -> str:
-    for secret in _secrets(remote):
-        text = text.replace(secret, "[REDACTED]")
+    """`text` without any form of the remote's secret: a token, alone or in a Basic header."""
+    if remote.scheme != "ssh":
+        token = read_token(remote.credentials)
+        basic = f"{remote.credentials.token_user}:{token}".encode()
+        for secret in (token, base64.b64encode(basic).decode()):
+            text = text.replace(secret, "[REDACTED]")
     return re.sub(r"(?i)(authorization:\s*\w+\s+)\S+", r"\1[REDACTED]", text)
 
 
@@ -524,12 +517,8 @@ def push_refs(
 
 def _porcelain(answer: str) -> dict[str, str]:
     """`git push --porcelain`'s summary per destination ref (`FLAG\tFROM:TO\tSUMMARY`)."""
-    found: dict[str, str] = {}
-    for line in answer.splitlines():
-        parts = line.split("\t")
-        if len(parts) >= 3 and ":" in parts[1]:
-            found[parts[1].rpartition(":")[2]] = parts[2]
-    return found
+    rows = [line.split("\t") for line in answer.splitlines()]
+    return {row[1].rpartition(":")[2]: row[2] for row in rows if len(row) >= 3 and ":" in row[1]}
 
 
 def _notes_commit(mirror: str, note: PushedNote, commit: str, base: str | None) -> str:

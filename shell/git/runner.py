@@ -56,22 +56,18 @@ def _home() -> str:
 
 def clean_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every git runs in: PATH and locale from ours, nothing of git's."""
-    env = {name: os.environ[name] for name in _KEPT if name in os.environ}
-    env.update(
-        {
-            "HOME": _home(),
-            "XDG_CONFIG_HOME": _home(),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_ASKPASS": "/bin/false",
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "LC_ALL": "C",
-        }
-    )
-    if extra:
-        env.update(extra)
-    return env
+    return {
+        **{name: os.environ[name] for name in _KEPT if name in os.environ},
+        "HOME": _home(),
+        "XDG_CONFIG_HOME": _home(),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "/bin/false",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "LC_ALL": "C",
+        **(extra or {}),
+    }
 
 
 def _drain(pipe: IO[bytes], into: bytearray, limit: int, over: threading.Event) -> None:
@@ -96,13 +92,9 @@ def run_git(
 ) -> GitResult:
     """Run `git <args>`; `env` adds to the clean environment. Output past `max_output` is refused,
     or with `cut` dropped past `max_output + 1` bytes, so the caller can tell it was cut."""
-    argv = [GIT]
-    for setting in SAFE_CONFIG:
-        argv += ["-c", setting]
-    argv += list(args)
     try:
         process = subprocess.Popen(
-            argv,
+            [GIT, *(part for setting in SAFE_CONFIG for part in ("-c", setting)), *args],
             cwd=cwd,
             env=clean_environment(env),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -116,11 +108,10 @@ def run_git(
     over = threading.Event()
     assert process.stdout is not None and process.stderr is not None
     readers = [
-        threading.Thread(target=_drain, args=(process.stdout, stdout, max_output, over)),
-        threading.Thread(target=_drain, args=(process.stderr, stderr, max_output, over)),
+        threading.Thread(target=_drain, args=(pipe, into, max_output, over), daemon=True)
+        for pipe, into in ((process.stdout, stdout), (process.stderr, stderr))
     ]
     for reader in readers:
-        reader.daemon = True
         reader.start()
     if stdin is not None and process.stdin is not None:
         try:

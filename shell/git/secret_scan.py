@@ -37,24 +37,13 @@ CONTENT_MODES = ("100644", "100755", "120000")
 _SCANNER = threading.Lock()
 
 
-@attrs.frozen
-class _Document:
-    """Something to read: a blob under the paths it is found at, or a commit (its own text)."""
-
-    oid: str
-    labels: tuple[str, ...]
-
-
 def git_config_settings(repository_path: str) -> dict[str, str]:
     """The `aios-ledger.*` keys left in the repository's git config, which are no longer read."""
     found = run_git(
         ["--git-dir", repository_path, "config", "--get-regexp", r"^aios-ledger\."], check=False
     )
-    settings: dict[str, str] = {}
-    for line in found.text.splitlines():
-        key, _, value = line.partition(" ")
-        settings[key] = value
-    return settings
+    lines = found.text.splitlines()
+    return {key: value for key, _, value in (line.partition(" ") for line in lines)}
 
 
 @attrs.frozen
@@ -93,12 +82,8 @@ def commits_after(
         max_output=64 << 20,
         timeout=timeout,
     )
-    pairs = []
-    for line in listed.text.splitlines():
-        ids = line.split()
-        if ids:
-            pairs.append((ids[0], ids[1] if len(ids) > 1 else ""))
-    return pairs
+    listed_ids = [line.split() for line in listed.text.splitlines()]
+    return [(ids[0], ids[1] if len(ids) > 1 else "") for ids in listed_ids if ids]
 
 
 def added_by_commits(
@@ -136,8 +121,9 @@ class _Scan:
         self.spent_bytes = 0
 
     def spent(self) -> ScanSpent:
-        seconds = self.clock() - self.started - self.waited
-        return ScanSpent(self.spent_bytes, charged_seconds(seconds))
+        """Its seconds as they are recorded: to the millisecond, rounded up (any scan costs one)."""
+        seconds = max(0.0, self.clock() - self.started - self.waited)
+        return ScanSpent(self.spent_bytes, math.ceil(seconds * 1000) / 1000)
 
     def read(self, label: str, data: bytes, depth: int = 0) -> Iterator[Any]:
         """The potential secrets of `data` read as the file `label`, each once."""
@@ -206,11 +192,6 @@ def spent_of(refused: LedgerError) -> ScanSpent | None:
     return found if isinstance(found, ScanSpent) else None
 
 
-def charged_seconds(seconds: float) -> float:
-    """Seconds as they are recorded: to the millisecond, rounded up (any scan costs one)."""
-    return math.ceil(max(0.0, seconds) * 1000) / 1000
-
-
 def scan_proposal(
     git_dir: str,
     tips: list[str],
@@ -261,23 +242,19 @@ def _scan(
     ]
     commit_ids = [commit for commit, _parent in commits]
     blob_ids = sorted({oid for _path, oid in files})
-    sizes = object_sizes(git_dir, [*commit_ids, *blob_ids], timeout=remaining())
+    objects = [*commit_ids, *blob_ids]  # each once
+    sizes = object_sizes(git_dir, objects, timeout=remaining())
     # Charged path by path: what the proposal asks to have read, not what reading it costs.
-    brought = sum(sizes.get(oid, 0) for _path, oid in files) + sum(
-        sizes.get(commit, 0) for commit in commit_ids
-    )
+    brought = sum(sizes.get(oid, 0) for oid in [*commit_ids, *(oid for _path, oid in files)])
     budget.require_bytes(brought)
-    distinct = sum(sizes.get(oid, 0) for oid in {*commit_ids, *blob_ids})
-    objects = [*commit_ids, *blob_ids]
-    limit = distinct + 128 * len(objects) + 1024
+    limit = sum(sizes.get(oid, 0) for oid in objects) + 128 * len(objects) + 1024
     contents = read_objects(git_dir, objects, max_output=limit, timeout=remaining())
-    labels: dict[str, list[str]] = {oid: [] for oid in blob_ids}
+    # What is read: each commit (its own text), then each blob under the paths it is found at.
+    labels: dict[str, list[str]] = {commit: [f"commit {commit}"] for commit in commit_ids}
+    labels.update((oid, []) for oid in blob_ids)
     for path, oid in files:
         if path not in labels[oid]:
             labels[oid].append(path)
-    documents = [_Document(commit, (f"commit {commit}",)) for commit in commit_ids] + [
-        _Document(oid, tuple(labels[oid])) for oid in blob_ids
-    ]
     commit_set = set(commit_ids)
     findings: set[tuple[str, str, int]] = set()
     asked = clock()
@@ -297,13 +274,13 @@ def _scan(
                 f"the repository's secrets_baseline cannot be loaded ({type(exc).__name__}):"
                 " set another with `aios-ledger repo settings NAME --secrets-baseline FILE`",
             ) from None
-        for document in documents:
-            data = contents[document.oid][1]
-            if document.oid in commit_set:
+        for oid, names in labels.items():
+            data = contents[oid][1]
+            if oid in commit_set:
                 data = _commit_text(data)
             # Read once, found under every name the baseline does not know it by.
-            for secret in scan.read(document.labels[0], data):
-                for label in document.labels:
+            for secret in scan.read(names[0], data):
+                for label in names:
                     secret.filename = label
                     if secret not in known:
                         findings.add((label, str(secret.type), int(secret.line_number)))

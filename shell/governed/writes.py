@@ -183,7 +183,16 @@ def governed_write(
     """Write a verified task's proposal to its bound branch; see the module's steps. Answers the
     APPLIED write with its `attestation`; any other outcome raises its code once recorded."""
     started = write_started()
-    answer = _governed_write(db, raw, clock=clock, lease_wait=lease_wait, attest_key=attest_key)
+    request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
+    actor = current_actor()
+    try:
+        answer = _checked_write(
+            db, request, actor, clock=clock, lease_wait=lease_wait, attest_key=attest_key
+        )
+    except LedgerError as refused:
+        if refused.code not in WRITE_REFUSALS:
+            raise
+        raise _recorded(db, request, refused, actor, clock) from None
     repository = get_repository(db, answer["repository"])
     path = repository.path
     remote = remote_of_repository(repository)
@@ -222,26 +231,6 @@ def _record_write_span(db: Database, answer: WriteAnswer, started: int) -> None:
             "aios.idempotent_replay": answer["idempotent"],
         },
     )
-
-
-def _governed_write(
-    db: Database,
-    raw: Mapping[str, Any] | WriteRequest,
-    *,
-    clock: Clock,
-    lease_wait: float,
-    attest_key: SigningKey | None,
-) -> WriteAnswer:
-    request = raw if isinstance(raw, WriteRequest) else WriteRequest.from_mapping(raw)
-    actor = current_actor()
-    try:
-        return _checked_write(
-            db, request, actor, clock=clock, lease_wait=lease_wait, attest_key=attest_key
-        )
-    except LedgerError as refused:
-        if refused.code not in WRITE_REFUSALS:
-            raise
-        raise _recorded(db, request, refused, actor, clock) from None
 
 
 def _recorded(
@@ -300,9 +289,12 @@ def _checked_write(
     require_unambiguous_branch(target.removeprefix(HEADS), list_refs(repository_path))
     ensure_in_repository(db, repository_path, proposal)
 
-    intended = _waiting_for_lease(
-        lambda: db.write(lambda conn: _intend(conn, request, clock, actor)), deadline
-    )
+    def intend(conn: Connection) -> WriteAnswer:
+        plans = PlanExecutor(conn)
+        state = _write_state(conn, plans, request)
+        return plans.apply(decide_write_intent(state, request, now=read_clock(clock), actor=actor))
+
+    intended = _waiting_for_lease(lambda: db.write(intend), deadline)
     if intended["idempotent"]:
         return _answered(intended)
     write = db.read(lambda conn: write_row(conn, request.idempotency_key))
@@ -351,12 +343,6 @@ def _waiting_for_lease(
             ):
                 raise
             time.sleep(LEASE_POLL_SECONDS)
-
-
-def _intend(conn: Connection, request: WriteRequest, clock: Clock, actor: Actor) -> WriteAnswer:
-    plans = PlanExecutor(conn)
-    state = _write_state(conn, plans, request)
-    return plans.apply(decide_write_intent(state, request, now=read_clock(clock), actor=actor))
 
 
 def recover_writes(db: Database, *, clock: Clock = system_clock) -> list[WriteAnswer]:
