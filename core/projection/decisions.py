@@ -201,21 +201,17 @@ def require_authorization(authorization_id: str | None) -> str:
     return authorization_id
 
 
-def _check_authorization(request: ProjectionRequest, authorization_id: str | None) -> None:
+def prepare_projection(
+    state: ProjectionState, command: ProjectionCommand, *, authorization_id: str | None
+) -> Replay[ProjectionAnswer] | ResolverCall:
+    """Before resolving: authorization, then replay, then which envelope the task needs."""
+    task_id, request = command.task_id, command.request
     if request.authorization_id != require_authorization(authorization_id):
         raise ProjectionError(
             "AUTHORIZATION_DENIED",
             "the request's authorization_id is not the owner authorization configured in "
             f"{AUTHORIZATION_SETTING}: ask the owner for it",
         )
-
-
-def prepare_projection(
-    state: ProjectionState, command: ProjectionCommand, *, authorization_id: str | None
-) -> Replay[ProjectionAnswer] | ResolverCall:
-    """Before resolving: authorization, then replay, then which envelope the task needs."""
-    task_id, request = command.task_id, command.request
-    _check_authorization(request, authorization_id)
     digest = _request_digest(task_id, request)
     replay = replay_or_conflict(state.prior, digest, ProjectionAnswer, error=ProjectionError)
     if replay is not None:

@@ -48,7 +48,6 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
     fetch_all,
-    fetch_one,
     fetch_record,
     stream_records,
 )
@@ -149,9 +148,8 @@ class InitialExecutionProjectionStore:
         return pin_projection(seen, command, call, envelope)
 
     def _authorization(self) -> str | None:
-        if self._authorization_id is not None:
-            return self._authorization_id
-        return configured_authorization()
+        chosen = self._authorization_id
+        return chosen if chosen is not None else configured_authorization()
 
     def _run(
         self,
@@ -172,17 +170,18 @@ class InitialExecutionProjectionStore:
         command = ProjectionCommand(task_id=task_id, request=request)
 
         def read_state(conn: Connection, tail: LogTail) -> ProjectionState:
-            task = fetch_one(conn, "get_task", {"task_id": task_id})
-            prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
             events = fetch_all(conn, "log_export_task", {"task_id": task_id})
             key = refusal_key(projection_operation(request), request.idempotency_key)
-            refused = fetch_one(conn, "task_idempotency_get", {"idempotency_key": key})
             return ProjectionState(
-                task=None if task is None else TaskRow.from_row(task),
+                task=fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow),
                 events=tuple(EventRow.from_row(event) for event in events),
-                prior=None if prior is None else IdempotencyRow.from_row(prior),
+                prior=fetch_record(
+                    conn, lookup, {"idempotency_key": request.idempotency_key}, IdempotencyRow
+                ),
                 tail=tail,
-                refused=None if refused is None else IdempotencyRow.from_row(refused),
+                refused=fetch_record(
+                    conn, "task_idempotency_get", {"idempotency_key": key}, IdempotencyRow
+                ),
             )
 
         def read(conn: Connection) -> ProjectionState:
