@@ -133,7 +133,8 @@ def build_evidence_snapshot(
             "TARGET_MISMATCH",
             f"run {target.run_id!r} does not belong to session {target.session_id!r}",
         )
-    ordered = sorted({event.seq: event for event in (*events, *tail)}.values(), key=_seq)
+    by_seq = {event.seq: event for event in (*events, *tail)}
+    ordered = [by_seq[seq] for seq in sorted(by_seq)]
     kept, truncated = _first_that_fit(ordered, request.max_events, request.max_bytes)
     if truncated and request.tail_limit:
         kept = _head_and_tail(ordered, request)
@@ -148,10 +149,6 @@ def build_evidence_snapshot(
         tail_events=request.tail_events,
     )
     return attrs.evolve(snapshot, snapshot_digest=snapshot.computed_digest())
-
-
-def _seq(event: RunEventRow) -> int:
-    return event.seq
 
 
 def _size(event: RunEventRow) -> int:
