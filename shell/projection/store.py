@@ -17,7 +17,6 @@ from aios_ledger.core import (
     TaskRow,
     chain_of,
 )
-from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
     ProjectionAnswer,
@@ -250,13 +249,28 @@ class InitialExecutionProjectionStore:
             return plans.apply(decision)
 
         if preview:
+            digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
             expected = None
             if isinstance(request, InitialExecutionProjectionRequest) and seen.task is not None:
-                digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
                 expected = projection_expectations(
                     seen.task, prepared.job_id, digest if isinstance(digest, str) else None
                 )
-            return self._preview(envelope, expected, lambda conn: decide(conn, PlanExecutor(conn)))
+            refusal = None
+            try:
+                _projection_errors(
+                    lambda: self._db.read(lambda conn: decide(conn, PlanExecutor(conn)))
+                )
+            except InitialExecutionProjectionError as refused:
+                refusal = {"code": refused.code, "detail": refused.detail}
+            return {
+                "preview": True,
+                "execution_digest": digest,
+                "envelope": envelope,
+                "would_project": refusal is None,
+                "refusal": refusal,
+                # What a request that pins the task and envelope as they stand now names.
+                "expected": expected,
+            }
         try:
             answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
         except InitialExecutionProjectionError as refused:
@@ -264,25 +278,6 @@ class InitialExecutionProjectionStore:
                 raise
             raise recorded(refused) from None
         return answer
-
-    def _preview(
-        self, envelope: Any, expected: JsonObject | None, decide: Callable[[Connection], object]
-    ) -> dict[str, Any]:
-        refusal = None
-        try:
-            _projection_errors(lambda: self._db.read(decide))
-        except InitialExecutionProjectionError as refused:
-            refusal = {"code": refused.code, "detail": refused.detail}
-        digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
-        return {
-            "preview": True,
-            "execution_digest": digest,
-            "envelope": envelope,
-            "would_project": refusal is None,
-            "refusal": refusal,
-            # What a request that pins the task and envelope as they stand now names.
-            "expected": expected,
-        }
 
 
 def _projection_errors(work: Callable[[], Any]) -> Any:
