@@ -108,10 +108,9 @@ class InitialExecutionProjectionStore:
     def preview(self, task_id: str, request: ProjectionRequest) -> dict[str, Any]:
         """What `project` or `project_from_source_capture` would write, writing nothing: the
         envelope, its digest, and the refusal the decision would make."""
-        kind = type(request) if isinstance(request, tuple(_LEDGER_LOOKUP)) else None
-        if kind is None:
+        if not isinstance(request, tuple(_LEDGER_LOOKUP)):
             raise InitialExecutionProjectionError("FIELDS_INVALID", "request must be a projection")
-        return cast(dict[str, Any], self._run(task_id, request, kind, preview=True))
+        return cast(dict[str, Any], self._run(task_id, request, type(request), preview=True))
 
     def pin(
         self,
