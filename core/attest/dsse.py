@@ -31,10 +31,14 @@ def note_key_id(name: str, public_key: bytes) -> str:
     return key_id(name, ED25519, public_key).hex()
 
 
+def statement_bytes(statement: JsonObject) -> bytes:
+    """A Statement's canonical JSON, so that one Statement is always signed as the same bytes."""
+    return canonical_json(statement).encode("ascii")
+
+
 def sign_envelope(statement: JsonObject, sign: Sign, keyid: str) -> JsonObject:
     """A DSSE envelope of `statement` (an in-toto Statement), signed by `sign` under `keyid`."""
-    # Its canonical JSON, so that one Statement is always signed as the same bytes.
-    payload = canonical_json(statement).encode("ascii")
+    payload = statement_bytes(statement)
     signature = sign(pae(IN_TOTO_PAYLOAD_TYPE, payload))
     return {
         "payload": base64.b64encode(payload).decode("ascii"),
