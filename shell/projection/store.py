@@ -27,6 +27,7 @@ from aios_ledger.core.projection import (
     prepare_projection,
 )
 from aios_ledger.core.projection.decisions import (
+    as_projection_error,
     decide_projection_refusal,
     projection_expectations,
     projection_operation,
@@ -84,7 +85,7 @@ class InitialExecutionProjectionStore:
         # Over a `database` the caller keeps and closes, `path` is unused.
         self._owns_db = database is None
         if database is None:
-            database = _projection_errors(lambda: Database(path, vfs=vfs, migrate=migrate))
+            database = as_projection_error(lambda: Database(path, vfs=vfs, migrate=migrate))
         self._db = database
         self._resolver = resolver
         self._clock = clock or system_clock
@@ -138,7 +139,7 @@ class InitialExecutionProjectionStore:
             bindings = stream_records(conn, "bindings_of_task", {"task_id": task_id}, BindingRow)
             return PinRead(task_id=task_id, task=task, bindings=tuple(bindings))
 
-        seen: PinRead = _projection_errors(lambda: self._db.read(read))
+        seen: PinRead = as_projection_error(lambda: self._db.read(read))
         call = prepare_pin(seen, command)
         envelope = self._resolver(
             call.task_id, call.job_id, call.capability, call.adapter, call.runtime_input
@@ -205,10 +206,10 @@ class InitialExecutionProjectionStore:
                     return refused
                 return InitialExecutionProjectionError(answer["code"], answer["message"])
 
-            error: LedgerError = _projection_errors(lambda: self._db.write(record))
+            error: LedgerError = as_projection_error(lambda: self._db.write(record))
             return error
 
-        seen = _projection_errors(lambda: self._db.read(read))
+        seen = as_projection_error(lambda: self._db.read(read))
         try:
             prepared = prepare_projection(seen, command, authorization_id=authorization)
         except LedgerError as refused:
@@ -256,7 +257,7 @@ class InitialExecutionProjectionStore:
                 )
             refusal = None
             try:
-                _projection_errors(
+                as_projection_error(
                     lambda: self._db.read(lambda conn: decide(conn, PlanExecutor(conn)))
                 )
             except InitialExecutionProjectionError as refused:
@@ -271,19 +272,9 @@ class InitialExecutionProjectionStore:
                 "expected": expected,
             }
         try:
-            answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
+            answer: ProjectionAnswer = as_projection_error(lambda: self._db.write(write))
         except InitialExecutionProjectionError as refused:
             if not decided or decided[-1].code != refused.code:
                 raise
             raise recorded(refused) from None
         return answer
-
-
-def _projection_errors(work: Callable[[], Any]) -> Any:
-    """Storage failures surface as the projection's own error class, code unchanged."""
-    try:
-        return work()
-    except InitialExecutionProjectionError:
-        raise
-    except LedgerError as refused:
-        raise InitialExecutionProjectionError(refused.code, refused.detail) from None
