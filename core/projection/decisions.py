@@ -36,7 +36,7 @@ from aios_ledger.core.projection.answers import ProjectionAnswer
 from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.core.projection.records import ProjectionLedgerRow
 from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
-from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.structuring import Structured, refuse_as, structure
 from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.refusals import (
     PROJECTION_REFUSED,
@@ -93,7 +93,7 @@ Reason = Annotated[str, Text(max_length=1000)]
 
 
 @attrs.frozen
-class _ProjectionFields:
+class _ProjectionFields(Structured):
     expected_status: TaskStatus
     expected_revision: Revision
     expected_attempt: Attempt
@@ -106,9 +106,6 @@ class _ProjectionFields:
     authorization_id: Identifier
     idempotency_key: Identifier
     reason: Reason
-
-    def public(self) -> dict[str, Any]:
-        return unstructure(self)
 
 
 @attrs.frozen
