@@ -173,15 +173,11 @@ def _first_that_fit(
 def _head_and_tail(
     events: Sequence[RunEventRow], request: EvidenceReadRequest
 ) -> list[RunEventRow]:
-    tail: list[RunEventRow] = []
-    used = 0
-    for event in reversed(events[-request.tail_limit :]):
-        size = _size(event)
-        if used + size > request.max_bytes:
-            break
-        tail.append(event)
-        used += size
+    # The newest events that fit the bytes, then the oldest that fit what they leave.
+    newest_first = events[-request.tail_limit :][::-1]
+    tail, _ = _first_that_fit(newest_first, request.tail_limit, request.max_bytes)
     tail.reverse()
+    used = sum(_size(event) for event in tail)
     before = [event for event in events if not tail or event.seq < tail[0].seq]
     head, _ = _first_that_fit(before, request.max_events - len(tail), request.max_bytes - used)
     return [*head, *tail]
