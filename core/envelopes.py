@@ -13,7 +13,7 @@ from aios_ledger.core.errors import LedgerError
 from aios_ledger.core.jsonvalue import JsonObject, check_json
 from aios_ledger.core.kinds import Between, Identifier, OneOf, Text, text_check
 from aios_ledger.core.refnames import git_branch_problem, require_branch_name
-from aios_ledger.core.structuring import FieldRefused, register_kind, structure, unstructure
+from aios_ledger.core.structuring import FieldRefused, Structured, register_kind, structure
 
 ENVELOPE_SCHEMA = "aios.execution_envelope.v1"
 OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -63,7 +63,7 @@ register_kind(BranchName, _branch, schema={**_BRANCH_TEXT.json_schema(), "patter
 
 
 @attrs.frozen
-class GovernedExecutionBinding:
+class GovernedExecutionBinding(Structured):
     task_id: Identifier
     job_id: Identifier
     repository: Annotated[str, Text(max_length=300, pattern=REPOSITORY)]
@@ -93,9 +93,6 @@ class GovernedExecutionBinding:
             raise LedgerError(
                 "BINDING_INVALID", "a CREATE_NEW branch starts at base_oid: the two must match"
             )
-
-    def public(self) -> dict[str, Any]:
-        return unstructure(self)
 
 
 @attrs.frozen

@@ -34,34 +34,31 @@ from aios_ledger.shell.db.connection import DEFAULT_PATH_ENV
 from aios_ledger.shell.logs import LOG_FORMATS, LOG_LEVELS, configure_logging
 from aios_ledger.shell.tracing import start_tracing, stop_tracing
 
+# The commands of two modules, which `--help` lists together too (with `events`, and without
+# `copy`, which it lists with the database's).
+TASK_COMMANDS = ("task", "claim", "heartbeat", "release", "submit", "cancel", "expire-leases")
+LOG_COMMANDS = (
+    "verify",
+    "head",
+    "prove",
+    "integrate",
+    "verify-proof",
+    "export",
+    "verify-export",
+    "archive",
+    "verify-archive",
+)
 # A process imports only the module of the command it runs, so that it starts quickly.
 COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "aios_ledger.shell.projection.cli",
         ("init", "migrate", "upgrade", "binding", "project", "events", "schema-dump"),
     ),
-    (
-        "aios_ledger.shell.tasks.cli",
-        ("task", "claim", "heartbeat", "release", "submit", "cancel", "expire-leases"),
-    ),
+    ("aios_ledger.shell.tasks.cli", TASK_COMMANDS),
     ("aios_ledger.shell.runs.cli", ("run", "aux")),
     ("aios_ledger.shell.work.cli", ("worker", "review", "status")),
     ("aios_ledger.shell.mcp.cli", ("mcp",)),
-    (
-        "aios_ledger.shell.log.cli",
-        (
-            "verify",
-            "head",
-            "prove",
-            "integrate",
-            "verify-proof",
-            "export",
-            "verify-export",
-            "archive",
-            "verify-archive",
-            "copy",
-        ),
-    ),
+    ("aios_ledger.shell.log.cli", (*LOG_COMMANDS, "copy")),
     ("aios_ledger.shell.proofs.cli", ("key", "checkpoint", "verify-checkpoint", "witness")),
     ("aios_ledger.shell.git.cli", ("repo", "propose", "proposals")),
     ("aios_ledger.shell.governed.cli", ("write", "write-recover")),
@@ -82,7 +79,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "tasks",
         "enqueue, claim, submit and judge work; follow what happens",
-        ("task", "claim", "heartbeat", "release", "submit", "cancel", "expire-leases", "events"),
+        (*TASK_COMMANDS, "events"),
     ),
     CommandGroup(
         "workers and reviews",
@@ -97,17 +94,7 @@ HELP_GROUPS: tuple[CommandGroup, ...] = (
     CommandGroup(
         "the log",
         "check that no event was changed or removed, export and archive it",
-        (
-            "verify",
-            "head",
-            "prove",
-            "integrate",
-            "verify-proof",
-            "export",
-            "verify-export",
-            "archive",
-            "verify-archive",
-        ),
+        LOG_COMMANDS,
     ),
     CommandGroup(
         "the server",

@@ -130,12 +130,8 @@ def open_database(args: argparse.Namespace) -> Database:
     return Database(path, migrate=migrate_on_open(args), synchronous=synchronous(args))
 
 
-def _section_names() -> dict[Any, str]:
-    attrs.resolve_types(LedgerSettings)
-    return {field.type: field.name for field in attrs.fields(LedgerSettings)}
-
-
-SECTIONS = _section_names()
+attrs.resolve_types(LedgerSettings)
+SECTIONS: dict[Any, str] = {field.type: field.name for field in attrs.fields(LedgerSettings)}
 
 
 def _usage_refusal(flag: str) -> Callable[[str, Sequence[Problem]], LedgerError]:

@@ -81,14 +81,14 @@ def _digest_set(prefixed: str) -> dict[str, JsonValue]:
     return {algorithm: value} if value else {"sha256": prefixed}
 
 
-def subject(facts: CommitFacts) -> list[JsonValue]:
-    return [{"name": facts.subject_name, "digest": {"gitCommit": facts.commit_oid}}]
+def subject(facts: CommitFacts) -> JsonObject:
+    return {"name": facts.subject_name, "digest": {"gitCommit": facts.commit_oid}}
 
 
-def _statement(subjects: list[JsonValue], predicate_type: str, predicate: JsonObject) -> JsonObject:
+def _statement(subject: JsonObject, predicate_type: str, predicate: JsonObject) -> JsonObject:
     return {
         "_type": STATEMENT_TYPE,
-        "subject": subjects,
+        "subject": [subject],
         "predicateType": predicate_type,
         "predicate": predicate,
     }
@@ -280,12 +280,8 @@ def source_summary_statement(
         "verifiedLevels": list[JsonValue](source_levels(facts)),
         "slsaVersion": SOURCE_SLSA_VERSION,
     }
-    revision: JsonObject = {
-        "name": facts.subject_name,
-        "digest": {"gitCommit": facts.commit_oid},
-        "annotations": {"sourceRefs": [facts.ref]},
-    }
-    return _statement([revision], VSA_TYPE, predicate)
+    revision: JsonObject = {**subject(facts), "annotations": {"sourceRefs": [facts.ref]}}
+    return _statement(revision, VSA_TYPE, predicate)
 
 
 def _predicate(statement: JsonObject) -> JsonObject:

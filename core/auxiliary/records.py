@@ -112,11 +112,10 @@ class ExecutionFrame:
     def root(cls, target: ExecutionTarget) -> ExecutionFrame:
         return cls(target=target)
 
-    def child(self, parent_id: str, *, max_depth: int = MAX_FRAME_DEPTH) -> ExecutionFrame:
+    def child(self, parent_id: str) -> ExecutionFrame:
         """The frame of an auxiliary run spawned by the run `parent_id` in this frame."""
         frame = ExecutionFrame(target=self.target, depth=self.depth + 1, parent_id=parent_id)
-        check_built(frame, what="frame", refuse=_NAMED)
-        _check_frame(frame, max_depth)
+        frame.validate()
         return frame
 
     def validate(self) -> None:
@@ -133,10 +132,10 @@ class ExecutionFrame:
         return frame
 
 
-def _check_frame(frame: ExecutionFrame, max_depth: int = MAX_FRAME_DEPTH) -> None:
-    if frame.depth > max_depth:
+def _check_frame(frame: ExecutionFrame) -> None:
+    if frame.depth > MAX_FRAME_DEPTH:
         raise AuxiliaryRunError(
-            "FRAME_TOO_DEEP", f"auxiliary runs nest at most {max_depth} levels deep"
+            "FRAME_TOO_DEEP", f"auxiliary runs nest at most {MAX_FRAME_DEPTH} levels deep"
         )
     if (frame.depth == 0) != (frame.parent_id is None):
         raise _invalid("frame.parent_id", "only the root frame has no parent, and only it")

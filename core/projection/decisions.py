@@ -36,7 +36,7 @@ from aios_ledger.core.projection.answers import ProjectionAnswer
 from aios_ledger.core.projection.bindings import source_capture_envelope
 from aios_ledger.core.projection.records import ProjectionLedgerRow
 from aios_ledger.core.statements import SqlWrite, Statement, guarded_update
-from aios_ledger.core.structuring import refuse_as, structure, unstructure
+from aios_ledger.core.structuring import Structured, refuse_as, structure
 from aios_ledger.core.tasks.records import TaskRow, require_task
 from aios_ledger.core.tasks.refusals import (
     PROJECTION_REFUSED,
@@ -93,7 +93,7 @@ Reason = Annotated[str, Text(max_length=1000)]
 
 
 @attrs.frozen
-class _ProjectionFields:
+class _ProjectionFields(Structured):
     expected_status: TaskStatus
     expected_revision: Revision
     expected_attempt: Attempt
@@ -106,9 +106,6 @@ class _ProjectionFields:
     authorization_id: Identifier
     idempotency_key: Identifier
     reason: Reason
-
-    def public(self) -> dict[str, Any]:
-        return unstructure(self)
 
 
 @attrs.frozen
@@ -201,21 +198,17 @@ def require_authorization(authorization_id: str | None) -> str:
     return authorization_id
 
 
-def _check_authorization(request: ProjectionRequest, authorization_id: str | None) -> None:
+def prepare_projection(
+    state: ProjectionState, command: ProjectionCommand, *, authorization_id: str | None
+) -> Replay[ProjectionAnswer] | ResolverCall:
+    """Before resolving: authorization, then replay, then which envelope the task needs."""
+    task_id, request = command.task_id, command.request
     if request.authorization_id != require_authorization(authorization_id):
         raise ProjectionError(
             "AUTHORIZATION_DENIED",
             "the request's authorization_id is not the owner authorization configured in "
             f"{AUTHORIZATION_SETTING}: ask the owner for it",
         )
-
-
-def prepare_projection(
-    state: ProjectionState, command: ProjectionCommand, *, authorization_id: str | None
-) -> Replay[ProjectionAnswer] | ResolverCall:
-    """Before resolving: authorization, then replay, then which envelope the task needs."""
-    task_id, request = command.task_id, command.request
-    _check_authorization(request, authorization_id)
     digest = _request_digest(task_id, request)
     replay = replay_or_conflict(state.prior, digest, ProjectionAnswer, error=ProjectionError)
     if replay is not None:

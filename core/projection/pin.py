@@ -95,25 +95,20 @@ def pin_projection(
     )
     request = InitialExecutionProjectionRequest.from_mapping({**fields, "idempotency_key": key})
     check_envelope(task, request, verified)
-    return PinnedProjection(request=request, authorized=_authorized(task, request, verified))
-
-
-def _authorized(
-    task: TaskRow, request: InitialExecutionProjectionRequest, envelope: JsonObject
-) -> JsonObject:
-    binding = envelope["binding"]
+    binding = verified["binding"]
     assert isinstance(binding, dict)  # a verified envelope carries its binding
-    return {
+    authorized: JsonObject = {
         **{name: getattr(task, name) for name in ("task_id", "status", "revision", "attempt")},
         "job_id": request.expected_job_id,
         **{name: binding[name] for name in _AUTHORIZED_BINDING},
         "capability": request.required_capability,
-        "capability_scope": envelope["capability_scope"],
+        "capability_scope": verified["capability_scope"],
         "adapter": request.adapter,
         "execution_digest": request.expected_execution_digest,
         "authorization_id": request.authorization_id,
         "idempotency_key": request.idempotency_key,
     }
+    return PinnedProjection(request=request, authorized=authorized)
 
 
 def _job(read: PinRead, named: str | None) -> str:

@@ -1,7 +1,6 @@
 """The projection's sealed tables, as the log reads them back and the statements render them
 (`core.log.tables`)."""
 
-from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import (
     GOVERNED_BINDINGS,
     INITIAL_PROJECTIONS,
@@ -10,11 +9,6 @@ from aios_ledger.core.log.rows import (
 from aios_ledger.core.log.tables import SealedTable
 from aios_ledger.core.projection.bindings import BINDING_REGISTERED
 from aios_ledger.core.projection.records import BindingRow, ProjectionLedgerRow
-
-
-def _registers_binding(event: EventRow) -> bool:
-    return event.event_type == BINDING_REGISTERED
-
 
 TABLES = (
     SealedTable(
@@ -39,7 +33,7 @@ TABLES = (
         GOVERNED_BINDINGS,
         "binding_key",
         BindingRow,
-        unsealed_writer=_registers_binding,
+        unsealed_writer=lambda event: event.event_type == BINDING_REGISTERED,
         key_columns="task_id job_id",
         insert="insert_binding",
         history="sealed_history_of_bindings",

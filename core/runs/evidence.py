@@ -133,7 +133,8 @@ def build_evidence_snapshot(
             "TARGET_MISMATCH",
             f"run {target.run_id!r} does not belong to session {target.session_id!r}",
         )
-    ordered = sorted({event.seq: event for event in (*events, *tail)}.values(), key=_seq)
+    by_seq = {event.seq: event for event in (*events, *tail)}
+    ordered = [by_seq[seq] for seq in sorted(by_seq)]
     kept, truncated = _first_that_fit(ordered, request.max_events, request.max_bytes)
     if truncated and request.tail_limit:
         kept = _head_and_tail(ordered, request)
@@ -148,10 +149,6 @@ def build_evidence_snapshot(
         tail_events=request.tail_events,
     )
     return attrs.evolve(snapshot, snapshot_digest=snapshot.computed_digest())
-
-
-def _seq(event: RunEventRow) -> int:
-    return event.seq
 
 
 def _size(event: RunEventRow) -> int:
@@ -176,15 +173,11 @@ def _first_that_fit(
 def _head_and_tail(
     events: Sequence[RunEventRow], request: EvidenceReadRequest
 ) -> list[RunEventRow]:
-    tail: list[RunEventRow] = []
-    used = 0
-    for event in reversed(events[-request.tail_limit :]):
-        size = _size(event)
-        if used + size > request.max_bytes:
-            break
-        tail.append(event)
-        used += size
+    # The newest events that fit the bytes, then the oldest that fit what they leave.
+    newest_first = events[-request.tail_limit :][::-1]
+    tail, _ = _first_that_fit(newest_first, request.tail_limit, request.max_bytes)
     tail.reverse()
+    used = sum(_size(event) for event in tail)
     before = [event for event in events if not tail or event.seq < tail[0].seq]
     head, _ = _first_that_fit(before, request.max_events - len(tail), request.max_bytes - used)
     return [*head, *tail]

@@ -1,24 +1,18 @@
 """The runs' tables, as the log reads the sealed ones back and the statements render them
 (`core.log.tables`)."""
 
-from aios_ledger.core.log.records import EventRow
 from aios_ledger.core.log.rows import RUN_EVENTS, RUNS
 from aios_ledger.core.log.tables import SealedTable, Table
 from aios_ledger.core.runs.evidence import RUN_CREATED
 from aios_ledger.core.runs.records import RunEventRow
 from aios_ledger.core.tasks.attempts import RunIdentity
 
-
-def _creates_run(event: EventRow) -> bool:
-    return event.event_type == RUN_CREATED
-
-
 TABLES = (
     SealedTable(
         RUNS,
         "run_id",
         RunIdentity,
-        unsealed_writer=_creates_run,
+        unsealed_writer=lambda event: event.event_type == RUN_CREATED,
         # The event count and last change are the run's, not its sealed identity's.
         columns="run_id session_id prompt event_count created_at updated_at",
         insert="restore_run",

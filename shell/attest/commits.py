@@ -282,7 +282,12 @@ def _with_inclusion_proofs(db: Database, found: dict[str, Any]) -> dict[str, Any
     every event (a reader can check it with the log's key), else against the tree head now.
     What committed is integrated first (on PostgreSQL), so every event has its leaf."""
     integrate(db)
-    checkpoint = _latest_checkpoint(db)
+    try:
+        checkpoint: dict[str, Any] | None = latest_checkpoint(db).public()
+    except LedgerError as refused:
+        if refused.code != "CHECKPOINT_NOT_FOUND":
+            raise
+        checkpoint = None
     if checkpoint is not None:
         try:
             return _proven(db, found, int(checkpoint["size"]), checkpoint)
@@ -290,15 +295,6 @@ def _with_inclusion_proofs(db: Database, found: dict[str, Any]) -> dict[str, Any
             if refused.code != "TREE_SIZE_INVALID":  # an event after the checkpoint
                 raise
     return _proven(db, found, tree_head_at(db).size, None)
-
-
-def _latest_checkpoint(db: Database) -> dict[str, Any] | None:
-    try:
-        return latest_checkpoint(db).public()
-    except LedgerError as refused:
-        if refused.code != "CHECKPOINT_NOT_FOUND":
-            raise
-        return None
 
 
 def _proven(

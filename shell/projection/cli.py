@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from aios_ledger.core import EventView, InitialExecutionProjectionError, JsonObject
+from aios_ledger.core import InitialExecutionProjectionError, JsonObject
 from aios_ledger.core.config import ProjectionSettings
 from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
@@ -44,7 +43,6 @@ from aios_ledger.shell.work.cli import api_client, api_options
 # The API's client (and httpx under it) is imported only where --api or the binding API is used.
 if TYPE_CHECKING:
     from aios_ledger.shell.remote.bindings import HttpBindingResolver
-    from aios_ledger.shell.remote.client import LedgerClient
 
 FOLLOW_INTERVAL = 0.5
 # `events --follow --api` gives up after this many reconnections in a row: minutes of backoff.
@@ -395,7 +393,13 @@ def _follow(args: argparse.Namespace) -> int:
             client.close()
             raise UsageError("USAGE_INVALID", "--interval reads a --db; the API's stream pushes")
         with client:
-            _follow_stream(client, args.after, args.task_id, line)
+            # Each event of the server's stream as it comes, through reconnections.
+            events = client.follow_events(
+                after=args.after, task_id=args.task_id, reconnects=STREAM_RECONNECTS
+            )
+            for event in events:
+                sys.stdout.write(line(event) + "\n")
+                sys.stdout.flush()
         return 0
     if args.task_id is not None:
         with task_ledger(args) as ledger:
@@ -406,15 +410,6 @@ def _follow(args: argparse.Namespace) -> int:
             db, sys.stdout, after=after, task_id=args.task_id, interval=interval, line=line
         )
     return 0
-
-
-def _follow_stream(
-    client: LedgerClient, after: int | None, task_id: str | None, line: Callable[[EventView], str]
-) -> None:
-    """Print each event of the server's stream as it comes, through reconnections."""
-    for event in client.follow_events(after=after, task_id=task_id, reconnects=STREAM_RECONNECTS):
-        sys.stdout.write(line(event) + "\n")
-        sys.stdout.flush()
 
 
 def _schema_dump(args: argparse.Namespace) -> Any:

@@ -17,7 +17,6 @@ from aios_ledger.core import (
     TaskRow,
     chain_of,
 )
-from aios_ledger.core.jsonvalue import JsonObject
 from aios_ledger.core.projection import (
     InitialExecutionProjectionRequest,
     ProjectionAnswer,
@@ -28,6 +27,7 @@ from aios_ledger.core.projection import (
     prepare_projection,
 )
 from aios_ledger.core.projection.decisions import (
+    as_projection_error,
     decide_projection_refusal,
     projection_expectations,
     projection_operation,
@@ -48,7 +48,6 @@ from aios_ledger.shell.db.apply import PlanExecutor
 from aios_ledger.shell.db.connection import (
     Database,
     fetch_all,
-    fetch_one,
     fetch_record,
     stream_records,
 )
@@ -86,7 +85,7 @@ class InitialExecutionProjectionStore:
         # Over a `database` the caller keeps and closes, `path` is unused.
         self._owns_db = database is None
         if database is None:
-            database = _projection_errors(lambda: Database(path, vfs=vfs, migrate=migrate))
+            database = as_projection_error(lambda: Database(path, vfs=vfs, migrate=migrate))
         self._db = database
         self._resolver = resolver
         self._clock = clock or system_clock
@@ -110,10 +109,9 @@ class InitialExecutionProjectionStore:
     def preview(self, task_id: str, request: ProjectionRequest) -> dict[str, Any]:
         """What `project` or `project_from_source_capture` would write, writing nothing: the
         envelope, its digest, and the refusal the decision would make."""
-        kind = type(request) if isinstance(request, tuple(_LEDGER_LOOKUP)) else None
-        if kind is None:
+        if not isinstance(request, tuple(_LEDGER_LOOKUP)):
             raise InitialExecutionProjectionError("FIELDS_INVALID", "request must be a projection")
-        return cast(dict[str, Any], self._run(task_id, request, kind, preview=True))
+        return cast(dict[str, Any], self._run(task_id, request, type(request), preview=True))
 
     def pin(
         self,
@@ -141,7 +139,7 @@ class InitialExecutionProjectionStore:
             bindings = stream_records(conn, "bindings_of_task", {"task_id": task_id}, BindingRow)
             return PinRead(task_id=task_id, task=task, bindings=tuple(bindings))
 
-        seen: PinRead = _projection_errors(lambda: self._db.read(read))
+        seen: PinRead = as_projection_error(lambda: self._db.read(read))
         call = prepare_pin(seen, command)
         envelope = self._resolver(
             call.task_id, call.job_id, call.capability, call.adapter, call.runtime_input
@@ -149,9 +147,8 @@ class InitialExecutionProjectionStore:
         return pin_projection(seen, command, call, envelope)
 
     def _authorization(self) -> str | None:
-        if self._authorization_id is not None:
-            return self._authorization_id
-        return configured_authorization()
+        chosen = self._authorization_id
+        return chosen if chosen is not None else configured_authorization()
 
     def _run(
         self,
@@ -172,17 +169,18 @@ class InitialExecutionProjectionStore:
         command = ProjectionCommand(task_id=task_id, request=request)
 
         def read_state(conn: Connection, tail: LogTail) -> ProjectionState:
-            task = fetch_one(conn, "get_task", {"task_id": task_id})
-            prior = fetch_one(conn, lookup, {"idempotency_key": request.idempotency_key})
             events = fetch_all(conn, "log_export_task", {"task_id": task_id})
             key = refusal_key(projection_operation(request), request.idempotency_key)
-            refused = fetch_one(conn, "task_idempotency_get", {"idempotency_key": key})
             return ProjectionState(
-                task=None if task is None else TaskRow.from_row(task),
+                task=fetch_record(conn, "get_task", {"task_id": task_id}, TaskRow),
                 events=tuple(EventRow.from_row(event) for event in events),
-                prior=None if prior is None else IdempotencyRow.from_row(prior),
+                prior=fetch_record(
+                    conn, lookup, {"idempotency_key": request.idempotency_key}, IdempotencyRow
+                ),
                 tail=tail,
-                refused=None if refused is None else IdempotencyRow.from_row(refused),
+                refused=fetch_record(
+                    conn, "task_idempotency_get", {"idempotency_key": key}, IdempotencyRow
+                ),
             )
 
         def read(conn: Connection) -> ProjectionState:
@@ -208,10 +206,10 @@ class InitialExecutionProjectionStore:
                     return refused
                 return InitialExecutionProjectionError(answer["code"], answer["message"])
 
-            error: LedgerError = _projection_errors(lambda: self._db.write(record))
+            error: LedgerError = as_projection_error(lambda: self._db.write(record))
             return error
 
-        seen = _projection_errors(lambda: self._db.read(read))
+        seen = as_projection_error(lambda: self._db.read(read))
         try:
             prepared = prepare_projection(seen, command, authorization_id=authorization)
         except LedgerError as refused:
@@ -251,46 +249,32 @@ class InitialExecutionProjectionStore:
             return plans.apply(decision)
 
         if preview:
+            digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
             expected = None
             if isinstance(request, InitialExecutionProjectionRequest) and seen.task is not None:
-                digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
                 expected = projection_expectations(
                     seen.task, prepared.job_id, digest if isinstance(digest, str) else None
                 )
-            return self._preview(envelope, expected, lambda conn: decide(conn, PlanExecutor(conn)))
+            refusal = None
+            try:
+                as_projection_error(
+                    lambda: self._db.read(lambda conn: decide(conn, PlanExecutor(conn)))
+                )
+            except InitialExecutionProjectionError as refused:
+                refusal = {"code": refused.code, "detail": refused.detail}
+            return {
+                "preview": True,
+                "execution_digest": digest,
+                "envelope": envelope,
+                "would_project": refusal is None,
+                "refusal": refusal,
+                # What a request that pins the task and envelope as they stand now names.
+                "expected": expected,
+            }
         try:
-            answer: ProjectionAnswer = _projection_errors(lambda: self._db.write(write))
+            answer: ProjectionAnswer = as_projection_error(lambda: self._db.write(write))
         except InitialExecutionProjectionError as refused:
             if not decided or decided[-1].code != refused.code:
                 raise
             raise recorded(refused) from None
         return answer
-
-    def _preview(
-        self, envelope: Any, expected: JsonObject | None, decide: Callable[[Connection], object]
-    ) -> dict[str, Any]:
-        refusal = None
-        try:
-            _projection_errors(lambda: self._db.read(decide))
-        except InitialExecutionProjectionError as refused:
-            refusal = {"code": refused.code, "detail": refused.detail}
-        digest = envelope.get("execution_digest") if isinstance(envelope, dict) else None
-        return {
-            "preview": True,
-            "execution_digest": digest,
-            "envelope": envelope,
-            "would_project": refusal is None,
-            "refusal": refusal,
-            # What a request that pins the task and envelope as they stand now names.
-            "expected": expected,
-        }
-
-
-def _projection_errors(work: Callable[[], Any]) -> Any:
-    """Storage failures surface as the projection's own error class, code unchanged."""
-    try:
-        return work()
-    except InitialExecutionProjectionError:
-        raise
-    except LedgerError as refused:
-        raise InitialExecutionProjectionError(refused.code, refused.detail) from None
