@@ -31,6 +31,7 @@ from aios_ledger.core.projection import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
 from aios_ledger.core.tasks.attempts import refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.offers import operation_roles
@@ -476,13 +477,13 @@ def get_run(call: Call) -> Answer:
 def run_events(call: Call) -> Answer:
     """`?after=N` starts after the run's event N."""
     run_id = call.path("run_id")
-    limit = call.query_int("limit", 1001)
+    limit = call.query_int("limit", MAX_EVENTS_PAGE)
     after = call.query_int("after", 0)
 
     def read(stores: Stores) -> list[Any]:
-        kwargs = {} if call.query("limit") is None else {"limit": limit}
-        events = stores.runs.run_events(run_id, after=after, **kwargs)
-        return [event.public() for event in events]
+        return [
+            event.public() for event in stores.runs.run_events(run_id, limit=limit, after=after)
+        ]
 
     return Answer(call.backend.read_now(read))
 

@@ -122,7 +122,7 @@ class Backend:
         self._signal_loop: asyncio.AbstractEventLoop | None = None
         self._closing = threading.Event()
         self._listening: threading.Thread | None = None  # from the first long poll on
-        # Those of the event streams' listener, and of the announcer of events written.
+        # Those of the listeners and of the announcer of events written.
         self._threads: list[threading.Thread] = []
         self._events_written = threading.Event()
         self._announcing: threading.Thread | None = None
@@ -146,12 +146,11 @@ class Backend:
             for _ in range(max(1, settings.read_connections)):
                 self._readers.put(Stores(readers, settings.clock))
             return
-        if settings.group_commit > 0:
-            self._start_writer(writer_db)
-            self._write_turn = contextlib.nullcontext()
-        else:
-            # One store call at a time on the writer's connection.
-            self._write_turn = threading.Lock()
+        self._start_writer(writer_db)
+        # Without group commit, one store call at a time on the writer's connection.
+        self._write_turn = (
+            contextlib.nullcontext() if settings.group_commit > 0 else threading.Lock()
+        )
         self._reader_count = max(1, settings.read_connections)
         for _ in range(self._reader_count):
             # A reader never commits, and at FULL it installs no WAL-copying rounds of its own.
@@ -175,7 +174,6 @@ class Backend:
         if self._listening is not None and self._listening is not threading.current_thread():
             with contextlib.suppress(LedgerError):
                 self.writer.db.notify(WORK_CHANNEL)  # the listener's wait ends now
-            self._listening.join(LISTEN_TICK_SECONDS * 4)
         self._events_written.set()  # the announcer's wait ends now
         for thread in self._threads:
             if thread is not threading.current_thread():
@@ -193,35 +191,33 @@ class Backend:
         """Run `work` on the writer; then (`announce`) tell every server's event streams that
         the log may have grown (`events_written`)."""
         try:
-            return self._write_now(work)
+            while True:
+                self._reopen_writer_if_faulty()
+                fault = self._writer_fault
+                if fault is not None and fault.code == "DATABASE_READ_ONLY":
+                    # Refused before it is tried: SQLite may begin a write it cannot finish (on a
+                    # read-only `-wal`), which would fail as an I/O error that names no file.
+                    raise LedgerError(fault.code, fault.detail)
+                writer = self.writer
+                try:
+                    with self._write_turn:
+                        writer = self.writer
+                        self._refuse_if_closed()
+                        return work(writer)
+                except LedgerError as refused:
+                    if refused.code == "GROUP_COMMIT_STOPPED":
+                        with self._reopen_lock:  # a reopen under way has swapped the writer
+                            retired = writer is not self.writer
+                        if retired:
+                            # Its writer was retired before the work was queued: it never ran.
+                            continue
+                    if refused.code in REOPEN_CODES and writer is self.writer:
+                        self._writer_fault = refused
+                    raise
         finally:
             # A refusal may have sealed an event too.
             if announce:
                 self.events_written()
-
-    def _write_now(self, work: Callable[[Stores], T]) -> T:
-        while True:
-            self._reopen_writer_if_faulty()
-            fault = self._writer_fault
-            if fault is not None and fault.code == "DATABASE_READ_ONLY":
-                # Refused before it is tried: SQLite may begin a write it cannot finish (on a
-                # read-only `-wal`), which would fail as an I/O error that names no file.
-                raise LedgerError(fault.code, fault.detail)
-            writer = self.writer
-            try:
-                with self._write_turn:
-                    writer = self.writer
-                    self._refuse_if_closed()
-                    return work(writer)
-            except LedgerError as refused:
-                if refused.code == "GROUP_COMMIT_STOPPED":
-                    with self._reopen_lock:  # a reopen under way has swapped the writer
-                        retired = writer is not self.writer
-                    if retired:
-                        continue  # its writer was retired before the work was queued: never ran
-                if refused.code in REOPEN_CODES and writer is self.writer:
-                    self._writer_fault = refused
-                raise
 
     def ready_now(self) -> None:
         """Refuse, saying why, unless a write can be committed now: the writer can write, its
@@ -318,15 +314,10 @@ class Backend:
             db.close()
 
     def read_now(self, work: Callable[[Stores], T]) -> T:
-        with self._reader() as stores:
-            return work(stores)
-
-    @contextlib.contextmanager
-    def _reader(self) -> Iterator[Stores]:
         stores = self._readers.get()
         try:
             self._refuse_if_closed()
-            yield stores
+            return work(stores)
         finally:
             self._readers.put(stores)
 
@@ -380,9 +371,7 @@ class Backend:
             self._signal = asyncio.Event()
             self._signal_loop = asyncio.get_running_loop()
         if self._listening is None:
-            work = (WORK_CHANNEL, self._wake_from_thread)
-            self._listening = threading.Thread(target=self._hear, args=work, daemon=True)
-            self._listening.start()
+            self._listening = self._start(lambda: self._hear(WORK_CHANNEL, self._wake_from_thread))
         return self._signal
 
     async def work_arrived(self) -> None:
