@@ -717,28 +717,23 @@ def _endpoint(
     needs_thread = plain or operation.roles is not None or operation.body is not None
 
     def authorized(request: Request) -> Principal | Response | None:
-        if operation.roles is None:
-            return None
-        principal = request_principal(request, backend)
-        if principal is None:
-            return _unauthenticated()
-        if principal.roles.isdisjoint(operation.roles):
-            raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
-        return principal
-
-    def guarded(request: Request) -> Principal | Response | None:
-        principal = authorized(request)
-        if isinstance(principal, Response):
-            return principal
-        assert operation.guard is not None
-        operation.guard(Call(request, principal, None, backend))
+        """The token's principal if it has the route's role, then held to the route's guard."""
+        principal = None
+        if operation.roles is not None:
+            principal = request_principal(request, backend)
+            if principal is None:
+                return _unauthenticated()
+            if principal.roles.isdisjoint(operation.roles):
+                raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
+        if operation.guard is not None:
+            operation.guard(Call(request, principal, None, backend))
         return principal
 
     def prepared(
-        request: Request, raw: bytes | LedgerError | None, checked: Principal | Response | None
+        request: Request, raw: bytes | LedgerError | None, checked: Principal | None
     ) -> Any:
         """The Call, or a plain handler's answer; `checked`: the principal a guard checked."""
-        principal = authorized(request) if checked is None else checked
+        principal = checked if operation.guard is not None else authorized(request)
         if isinstance(principal, Response):
             return principal
         body = None
@@ -757,10 +752,10 @@ def _endpoint(
     async def run(request: Request) -> Response:
         if operation.roles is not None and presented_credential(request) is None:
             return _unauthenticated()  # no credential at all: refused at once, the body unread
-        checked: Principal | Response | None = None
+        checked = None
         if operation.guard is not None:
             # One more hop, so that a caller the route's guard refuses is refused unread.
-            checked = await run_in_threadpool(guarded, request)
+            checked = await run_in_threadpool(authorized, request)
             if isinstance(checked, Response):
                 return checked
         raw: bytes | LedgerError | None = None

@@ -110,7 +110,7 @@ class ApiMetrics:
     def __init__(
         self,
         task_counts: Callable[[], Mapping[str, int]],
-        spend: Callable[[], Mapping[str, Any]] | None = None,
+        spend: Callable[[], Mapping[str, Any]],
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
@@ -136,8 +136,7 @@ class ApiMetrics:
             "aios_ledger_waiting_claims", "Long-poll claims waiting now", registry=self.registry
         )
         self.registry.register(_TaskCounts(task_counts))
-        if spend is not None:
-            self.registry.register(_Spend(spend))
+        self.registry.register(_Spend(spend))
 
     def observe_request(self, route: str, method: str, code: int, seconds: float) -> None:
         self.requests.labels(route, method, str(code)).inc()

@@ -119,9 +119,7 @@ def authenticate_digest(db: Database, digest: str) -> Principal | None:
             conn, "api_token_by_digest", {"token_sha256": digest}, ApiTokenRow
         )
     )
-    if row is None or not hmac.compare_digest(row.token_sha256, digest):
-        return None
-    if row.status != ACTIVE:
+    if row is None or not hmac.compare_digest(row.token_sha256, digest) or row.status != ACTIVE:
         return None
     try:
         return Principal(row.name, frozenset(row.roles()), row.grant())

@@ -281,16 +281,6 @@ def operation_tool(
 def _tools() -> tuple[LedgerTool, ...]:
     """The tools in the order a model is shown them; an operation whose row names a tool and
     that is not written here gets the default one (`operation_tool`)."""
-    written = _written_tools()
-    named = {tool.name for tool in written}
-    rows = TASK_OPERATIONS.values()
-    return (
-        *written,
-        *(operation_tool(row) for row in rows if row.tool is not None and row.tool not in named),
-    )
-
-
-def _written_tools() -> tuple[LedgerTool, ...]:
     op = TASK_OPERATIONS
     reviewer = frozenset({REVIEWER})
     contract_submits = tuple(
@@ -301,7 +291,7 @@ def _written_tools() -> tuple[LedgerTool, ...]:
         )
         for action, contract in sorted(RESULT_CONTRACTS.items())
     )
-    return (
+    written = (
         operation_tool(
             op["claim"],
             "Claim the next task your capabilities allow (or the one named), waiting up to "
@@ -382,6 +372,15 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             op["verify"],
             "Judge a submitted result: SUCCEEDED, NEEDS_REWORK (back to the queue while "
             "attempts remain) or FAILED. Nobody verifies a result they submitted.",
+        ),
+    )
+    named = {tool.name for tool in written}
+    return (
+        *written,
+        *(
+            operation_tool(row)
+            for row in op.values()
+            if row.tool is not None and row.tool not in named
         ),
     )
 
