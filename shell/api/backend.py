@@ -106,7 +106,7 @@ class Backend:
         self.settings = settings
         self._databases: list[Database] = []
         # The writer opens first: it applies pending migrations, the readers find them done.
-        writer_db = self._open(settings.migrate, settings.synchronous)
+        writer_db = self._open(writer=True)
         self.writer = Stores(writer_db, settings.clock)
         # Why the writer cannot write (a refusal's code), until it is opened again and can.
         self._writer_fault: LedgerError | None = writer_db.read_only_fault()
@@ -135,14 +135,14 @@ class Backend:
         self.integrator: Integrator | None = None
         self._integrating: threading.Thread | None = None
         if not writer_db.integrates_inline:
-            self.integrator = Integrator(self._open(False, "FULL"))
+            self.integrator = Integrator(self._open())
             self._integrating = threading.Thread(target=self._integrate, daemon=True)
             self._integrating.start()
         pool_size = writer_db.pool_size
         if pool_size is not None:
             # Concurrent writers from the pool, readers from a pool of their own.
             self._write_turn = threading.BoundedSemaphore(pool_size)
-            readers = self._open(False, "FULL")
+            readers = self._open()
             for _ in range(max(1, settings.read_connections)):
                 self._readers.put(Stores(readers, settings.clock))
             return
@@ -154,7 +154,7 @@ class Backend:
         self._reader_count = max(1, settings.read_connections)
         for _ in range(self._reader_count):
             # A reader never commits, and at FULL it installs no WAL-copying rounds of its own.
-            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
+            self._readers.put(Stores(self._open(), settings.clock))
 
     def _start_writer(self, db: Database) -> None:
         if self.settings.group_commit > 0:
@@ -164,8 +164,10 @@ class Backend:
         if self.on_batch is not None:
             self.on_batch(size)
 
-    def _open(self, migrate: bool, synchronous: str) -> Database:
-        db = Database(self.settings.db_path, synchronous=synchronous, migrate=migrate)
+    def _open(self, *, writer: bool = False) -> Database:
+        settings = self.settings
+        level, migrate = (settings.synchronous, settings.migrate) if writer else ("FULL", False)
+        db = Database(settings.db_path, synchronous=level, migrate=migrate)
         self._databases.append(db)
         return db
 
@@ -257,7 +259,7 @@ class Backend:
                 self._reopen_every_connection()
                 return
             try:
-                fresh = self._open(self.settings.migrate, self.settings.synchronous)
+                fresh = self._open(writer=True)
             except LedgerError as refused:
                 self._writer_fault = refused
                 return
@@ -284,11 +286,8 @@ class Backend:
                 self._close(db)
             self._closed = True
             try:
-                writer = Stores(
-                    self._open(self.settings.migrate, self.settings.synchronous),
-                    self.settings.clock,
-                )
-                fresh = [Stores(self._open(False, "FULL"), self.settings.clock) for _ in readers]
+                writer = Stores(self._open(writer=True), self.settings.clock)
+                fresh = [Stores(self._open(), self.settings.clock) for _ in readers]
             except LedgerError as refused:
                 # Nothing half-open stays: the next try (a write, `/v1/ready`) opens all again.
                 for db in list(self._databases):
