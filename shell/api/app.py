@@ -730,7 +730,7 @@ def _endpoint(
         return principal
 
     def prepared(
-        request: Request, raw: bytes | LedgerError | None, checked: Principal | None
+        request: Request, raw: bytes | LedgerError | None, checked: Principal | Response | None
     ) -> Any:
         """The Call, or a plain handler's answer; `checked`: the principal a guard checked."""
         principal = checked if operation.guard is not None else authorized(request)
