@@ -295,9 +295,7 @@ AWAITING_STATUSES = frozenset({"QUEUED", "PAUSED"})
 def _moment(milliseconds: Any) -> Text:
     if not isinstance(milliseconds, int):
         return _plain(milliseconds)
-    from rich.text import Text
-
-    return Text(Timestamp.from_epoch_ms(milliseconds).text)
+    return _plain(Timestamp.from_epoch_ms(milliseconds).text)
 
 
 Cell = Callable[[Mapping[str, Any]], "str | Text | None"]
