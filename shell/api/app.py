@@ -775,7 +775,8 @@ def _endpoint(
             outcome = await outcome.wait()
         if isinstance(outcome, Answer):
             if outcome.wakes:
-                await backend.work_arrived()
+                # Off the event loop: on PostgreSQL a notification is a round trip.
+                await run_in_threadpool(backend.announce_work)
             return _json(outcome.value, outcome.status)
         assert isinstance(outcome, Response)
         return outcome

@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 
 import attrs
 from aios_ledger.core import LedgerError
-from aios_ledger.shell.api.tokens import Principal, authenticate
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.connection import Database, Listener, fetch_all
 from aios_ledger.shell.db.merkle import Integrator
@@ -40,7 +39,7 @@ DEFAULT_LISTEN = "127.0.0.1:18892"
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_WAITING_PER_TOKEN = 8
 DEFAULT_RECHECK_SECONDS = 2.0
-# The channels of `work_arrived` and of `events_written`, and how often their listeners (and
+# The channels of `announce_work` and of `events_written`, and how often their listeners (and
 # the announcer of events written) look up to see the server closing.
 WORK_CHANNEL = "work"
 EVENTS_CHANNEL = "events"
@@ -326,9 +325,6 @@ class Backend:
     async def read(self, work: Callable[[Stores], T]) -> T:
         return await run_in_threadpool(self.read_now, work)
 
-    def principal_now(self, token: str) -> Principal | None:
-        return self.read_now(lambda stores: authenticate(stores.db, token))
-
     def task_counts(self) -> dict[str, int]:
         rows = self.read_now(lambda stores: stores.db.read(lambda c: fetch_all(c, "status_counts")))
         return {str(row["status"]): int(row["tasks"]) for row in rows}
@@ -364,7 +360,7 @@ class Backend:
     # -- long polls -------------------------------------------------------------------------
 
     def work_signal(self) -> asyncio.Event:
-        """The event the next `work_arrived` sets, taken before a claim is tried so that work
+        """The event the next `announce_work` sets, taken before a claim is tried so that work
         arriving before the wait is not missed."""
         if self._signal is None:
             self._signal = asyncio.Event()
@@ -372,10 +368,6 @@ class Backend:
         if self._listening is None:
             self._listening = self._start(lambda: self._hear(WORK_CHANNEL, self._wake_from_thread))
         return self._signal
-
-    async def work_arrived(self) -> None:
-        """`announce_work`, off the event loop (on PostgreSQL a notification is a round trip)."""
-        await run_in_threadpool(self.announce_work)
 
     def announce_work(self) -> None:
         """Notify the `work` channel; when that fails, this server's waiters are still woken."""
