@@ -804,7 +804,7 @@ def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starle
     the ASGI lifespan, which a test client runs per session). `extra`: more routes."""
     backend = Backend(settings)
     metrics = ApiMetrics(backend.task_counts, backend.spend)
-    backend.on_batch = metrics.observe_batch
+    backend.on_batch = metrics.batch_size.observe
     feed = EventFeed(backend, settings.stream_poll_seconds)
     table = (*operations(), *extra)
     document = build_document(table, version=version("aios-ledger"))

@@ -137,6 +137,3 @@ class ApiMetrics:
     def observe_request(self, route: str, method: str, code: int, seconds: float) -> None:
         self.requests.labels(route, method, str(code)).inc()
         self.latency.labels(route, method).observe(seconds)
-
-    def observe_batch(self, size: int) -> None:
-        self.batch_size.observe(size)

@@ -45,10 +45,6 @@ class Principal:
     grant: frozenset[str] | None = None
 
 
-def new_api_token() -> str:
-    return secrets.token_urlsafe(TOKEN_BYTES)
-
-
 def _row(conn: Connection, name: str) -> ApiTokenRow | None:
     return fetch_record(conn, "api_token_get", {"name": name}, ApiTokenRow)
 
@@ -72,7 +68,7 @@ def issue_token(
             "any_capability": any_capability,
         }
     )
-    token = new_api_token()
+    token = secrets.token_urlsafe(TOKEN_BYTES)
     digest = Sha256Hex(token_sha256(token))
     actor = current_actor()
 
