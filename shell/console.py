@@ -242,9 +242,7 @@ class Records:
 def _text(value: str | Text | None) -> Text:
     from rich.text import Text
 
-    if value is None:
-        return Text("-", style="dim")
-    return value if isinstance(value, Text) else Text(value)
+    return value if isinstance(value, Text) else _plain(value)
 
 
 def _fitted(cell: Text, kind: ColumnKind, width: int) -> Text:
@@ -297,20 +295,22 @@ AWAITING_STATUSES = frozenset({"QUEUED", "PAUSED"})
 def _moment(milliseconds: Any) -> Text:
     if not isinstance(milliseconds, int):
         return _plain(milliseconds)
-    from rich.text import Text
-
-    return Text(Timestamp.from_epoch_ms(milliseconds).text)
+    return _plain(Timestamp.from_epoch_ms(milliseconds).text)
 
 
 Cell = Callable[[Mapping[str, Any]], "str | Text | None"]
 
 
 def _listing(
-    title: str | None, rows: Sequence[Mapping[str, Any]], *columns: tuple[str, str, Cell]
+    title: str | None,
+    rows: Sequence[Mapping[str, Any]],
+    *columns: tuple[str, str, Cell],
+    caption: str | None = None,
 ) -> Records:
     table = Records(title, *(Column(header, kind) for header, kind, _ in columns))
     for row in rows:
         table.add_row(*(cell(row) for _, _, cell in columns))
+    table.caption = caption
     return table
 
 
@@ -326,7 +326,7 @@ def _number(name: str) -> Cell:
 
 
 def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _listing(
+    return _listing(
         None,
         tasks,
         ("task", "id", _field("task_id")),
@@ -337,9 +337,8 @@ def tasks_view(tasks: Sequence[Mapping[str, Any]]) -> RenderableType:
         ("last holder", "id", lambda task: _plain(task.get("last_holder", task["claimed_by"]))),
         ("updated", "time", _field("updated_at")),
         ("goal", "prose", lambda task: _cell(task["goal"], 80)),
+        caption=f"{len(tasks)} task(s)",
     )
-    table.caption = f"{len(tasks)} task(s)"
-    return table
 
 
 _TASK_FIELD_KINDS = {
@@ -408,7 +407,7 @@ def events_view(events: Sequence[Mapping[str, Any]]) -> RenderableType:
 
 
 def history_view(entries: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _listing(
+    return _listing(
         None,
         entries,
         ("time", "time", _field("time")),
@@ -419,13 +418,12 @@ def history_view(entries: Sequence[Mapping[str, Any]]) -> RenderableType:
         ("decision", "code", _field("decision")),
         ("next state", "code", lambda entry: _status(entry["next_state"] or "")),
         ("reason", "prose", lambda entry: _cell(entry["reason"], 200)),
+        caption=f"{len(entries)} event(s)",
     )
-    table.caption = f"{len(entries)} event(s)"
-    return table
 
 
 def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
-    table = _listing(
+    return _listing(
         None,
         runs,
         ("auxiliary run", "id", _field("id")),
@@ -438,9 +436,8 @@ def aux_runs_view(runs: Sequence[Mapping[str, Any]]) -> RenderableType:
             lambda run: _plain("{session_id} / {run_id}".format(**run["target"])),
         ),
         ("updated", "time", lambda run: _moment(run["updated_at_ms"])),
+        caption=f"{len(runs)} auxiliary run(s)",
     )
-    table.caption = f"{len(runs)} auxiliary run(s)"
-    return table
 
 
 def _run_state(run: Mapping[str, Any]) -> Text:
@@ -566,7 +563,6 @@ def watch_on_terminal(
     stream: IO[str],
     *,
     interval: float,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """Draw `view` of `read()` and re-draw it in place every `interval` seconds, until Ctrl-C."""
     from rich.console import Console
@@ -574,7 +570,7 @@ def watch_on_terminal(
 
     with Live(view(read()), console=Console(file=stream), auto_refresh=False) as live:
         while True:
-            sleep(interval)
+            time.sleep(interval)
             live.update(view(read()), refresh=True)
 
 
@@ -583,7 +579,6 @@ def print_changes(
     stream: IO[str],
     *,
     interval: float,
-    sleep: Callable[[float], None] = time.sleep,
 ) -> None:
     """For a program: `read()` as one JSON line now and each time it changes, until Ctrl-C."""
     last: Any = None
@@ -594,7 +589,7 @@ def print_changes(
             stream.write(json.dumps(current, sort_keys=True, ensure_ascii=True) + "\n")
             stream.flush()
             last, printed = current, True
-        sleep(interval)
+        time.sleep(interval)
 
 
 # -- progress ------------------------------------------------------------------------------

@@ -78,8 +78,7 @@ class ApiTokenRow:
     capabilities_json: str | None = None
 
     def roles(self) -> tuple[str, ...]:
-        decoded = json.loads(self.roles_json)
-        return tuple(str(role) for role in decoded)
+        return tuple(str(role) for role in json.loads(self.roles_json))
 
     def grant(self) -> frozenset[str] | None:
         """The capabilities this token may offer when it claims; None: no ceiling."""

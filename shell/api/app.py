@@ -31,6 +31,7 @@ from aios_ledger.core.projection import (
     SourceCaptureProjectionRecoveryRequest,
 )
 from aios_ledger.core.proofs import VerifierKey
+from aios_ledger.core.runs.evidence import MAX_EVENTS_PAGE
 from aios_ledger.core.tasks.attempts import refuse_reserved
 from aios_ledger.core.tasks.listing import DEFAULT_PAGE, MAX_CURSOR, MAX_PAGE, TaskPageRequest
 from aios_ledger.core.tasks.offers import operation_roles
@@ -476,13 +477,13 @@ def get_run(call: Call) -> Answer:
 def run_events(call: Call) -> Answer:
     """`?after=N` starts after the run's event N."""
     run_id = call.path("run_id")
-    limit = call.query_int("limit", 1001)
+    limit = call.query_int("limit", MAX_EVENTS_PAGE)
     after = call.query_int("after", 0)
 
     def read(stores: Stores) -> list[Any]:
-        kwargs = {} if call.query("limit") is None else {"limit": limit}
-        events = stores.runs.run_events(run_id, after=after, **kwargs)
-        return [event.public() for event in events]
+        return [
+            event.public() for event in stores.runs.run_events(run_id, limit=limit, after=after)
+        ]
 
     return Answer(call.backend.read_now(read))
 
@@ -716,28 +717,23 @@ def _endpoint(
     needs_thread = plain or operation.roles is not None or operation.body is not None
 
     def authorized(request: Request) -> Principal | Response | None:
-        if operation.roles is None:
-            return None
-        principal = request_principal(request, backend)
-        if principal is None:
-            return _unauthenticated()
-        if principal.roles.isdisjoint(operation.roles):
-            raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
-        return principal
-
-    def guarded(request: Request) -> Principal | Response | None:
-        principal = authorized(request)
-        if isinstance(principal, Response):
-            return principal
-        assert operation.guard is not None
-        operation.guard(Call(request, principal, None, backend))
+        """The token's principal if it has the route's role, then held to the route's guard."""
+        principal = None
+        if operation.roles is not None:
+            principal = request_principal(request, backend)
+            if principal is None:
+                return _unauthenticated()
+            if principal.roles.isdisjoint(operation.roles):
+                raise LedgerError("FORBIDDEN", _needs_role(operation, principal))
+        if operation.guard is not None:
+            operation.guard(Call(request, principal, None, backend))
         return principal
 
     def prepared(
         request: Request, raw: bytes | LedgerError | None, checked: Principal | Response | None
     ) -> Any:
         """The Call, or a plain handler's answer; `checked`: the principal a guard checked."""
-        principal = authorized(request) if checked is None else checked
+        principal = checked if operation.guard is not None else authorized(request)
         if isinstance(principal, Response):
             return principal
         body = None
@@ -756,10 +752,10 @@ def _endpoint(
     async def run(request: Request) -> Response:
         if operation.roles is not None and presented_credential(request) is None:
             return _unauthenticated()  # no credential at all: refused at once, the body unread
-        checked: Principal | Response | None = None
+        checked = None
         if operation.guard is not None:
             # One more hop, so that a caller the route's guard refuses is refused unread.
-            checked = await run_in_threadpool(guarded, request)
+            checked = await run_in_threadpool(authorized, request)
             if isinstance(checked, Response):
                 return checked
         raw: bytes | LedgerError | None = None
@@ -779,7 +775,8 @@ def _endpoint(
             outcome = await outcome.wait()
         if isinstance(outcome, Answer):
             if outcome.wakes:
-                await backend.work_arrived()
+                # Off the event loop: on PostgreSQL a notification is a round trip.
+                await run_in_threadpool(backend.announce_work)
             return _json(outcome.value, outcome.status)
         assert isinstance(outcome, Response)
         return outcome
@@ -807,7 +804,7 @@ def create_app(settings: ApiSettings, extra: Iterable[Operation] = ()) -> Starle
     the ASGI lifespan, which a test client runs per session). `extra`: more routes."""
     backend = Backend(settings)
     metrics = ApiMetrics(backend.task_counts, backend.spend)
-    backend.on_batch = metrics.observe_batch
+    backend.on_batch = metrics.batch_size.observe
     feed = EventFeed(backend, settings.stream_poll_seconds)
     table = (*operations(), *extra)
     document = build_document(table, version=version("aios-ledger"))

@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 
 import attrs
 from aios_ledger.core import LedgerError
-from aios_ledger.shell.api.tokens import Principal, authenticate
 from aios_ledger.shell.clock import Clock, read_clock, system_clock
 from aios_ledger.shell.db.connection import Database, Listener, fetch_all
 from aios_ledger.shell.db.merkle import Integrator
@@ -40,7 +39,7 @@ DEFAULT_LISTEN = "127.0.0.1:18892"
 DEFAULT_MAX_BODY = 1024 * 1024
 DEFAULT_MAX_WAITING_PER_TOKEN = 8
 DEFAULT_RECHECK_SECONDS = 2.0
-# The channels of `work_arrived` and of `events_written`, and how often their listeners (and
+# The channels of `announce_work` and of `events_written`, and how often their listeners (and
 # the announcer of events written) look up to see the server closing.
 WORK_CHANNEL = "work"
 EVENTS_CHANNEL = "events"
@@ -106,7 +105,7 @@ class Backend:
         self.settings = settings
         self._databases: list[Database] = []
         # The writer opens first: it applies pending migrations, the readers find them done.
-        writer_db = self._open(settings.migrate, settings.synchronous)
+        writer_db = self._open(writer=True)
         self.writer = Stores(writer_db, settings.clock)
         # Why the writer cannot write (a refusal's code), until it is opened again and can.
         self._writer_fault: LedgerError | None = writer_db.read_only_fault()
@@ -122,7 +121,7 @@ class Backend:
         self._signal_loop: asyncio.AbstractEventLoop | None = None
         self._closing = threading.Event()
         self._listening: threading.Thread | None = None  # from the first long poll on
-        # Those of the event streams' listener, and of the announcer of events written.
+        # Those of the listeners and of the announcer of events written.
         self._threads: list[threading.Thread] = []
         self._events_written = threading.Event()
         self._announcing: threading.Thread | None = None
@@ -135,27 +134,26 @@ class Backend:
         self.integrator: Integrator | None = None
         self._integrating: threading.Thread | None = None
         if not writer_db.integrates_inline:
-            self.integrator = Integrator(self._open(False, "FULL"))
+            self.integrator = Integrator(self._open())
             self._integrating = threading.Thread(target=self._integrate, daemon=True)
             self._integrating.start()
         pool_size = writer_db.pool_size
         if pool_size is not None:
             # Concurrent writers from the pool, readers from a pool of their own.
             self._write_turn = threading.BoundedSemaphore(pool_size)
-            readers = self._open(False, "FULL")
+            readers = self._open()
             for _ in range(max(1, settings.read_connections)):
                 self._readers.put(Stores(readers, settings.clock))
             return
-        if settings.group_commit > 0:
-            self._start_writer(writer_db)
-            self._write_turn = contextlib.nullcontext()
-        else:
-            # One store call at a time on the writer's connection.
-            self._write_turn = threading.Lock()
+        self._start_writer(writer_db)
+        # Without group commit, one store call at a time on the writer's connection.
+        self._write_turn = (
+            contextlib.nullcontext() if settings.group_commit > 0 else threading.Lock()
+        )
         self._reader_count = max(1, settings.read_connections)
         for _ in range(self._reader_count):
             # A reader never commits, and at FULL it installs no WAL-copying rounds of its own.
-            self._readers.put(Stores(self._open(False, "FULL"), settings.clock))
+            self._readers.put(Stores(self._open(), settings.clock))
 
     def _start_writer(self, db: Database) -> None:
         if self.settings.group_commit > 0:
@@ -165,8 +163,10 @@ class Backend:
         if self.on_batch is not None:
             self.on_batch(size)
 
-    def _open(self, migrate: bool, synchronous: str) -> Database:
-        db = Database(self.settings.db_path, synchronous=synchronous, migrate=migrate)
+    def _open(self, *, writer: bool = False) -> Database:
+        settings = self.settings
+        level, migrate = (settings.synchronous, settings.migrate) if writer else ("FULL", False)
+        db = Database(settings.db_path, synchronous=level, migrate=migrate)
         self._databases.append(db)
         return db
 
@@ -175,7 +175,6 @@ class Backend:
         if self._listening is not None and self._listening is not threading.current_thread():
             with contextlib.suppress(LedgerError):
                 self.writer.db.notify(WORK_CHANNEL)  # the listener's wait ends now
-            self._listening.join(LISTEN_TICK_SECONDS * 4)
         self._events_written.set()  # the announcer's wait ends now
         for thread in self._threads:
             if thread is not threading.current_thread():
@@ -193,35 +192,33 @@ class Backend:
         """Run `work` on the writer; then (`announce`) tell every server's event streams that
         the log may have grown (`events_written`)."""
         try:
-            return self._write_now(work)
+            while True:
+                self._reopen_writer_if_faulty()
+                fault = self._writer_fault
+                if fault is not None and fault.code == "DATABASE_READ_ONLY":
+                    # Refused before it is tried: SQLite may begin a write it cannot finish (on a
+                    # read-only `-wal`), which would fail as an I/O error that names no file.
+                    raise LedgerError(fault.code, fault.detail)
+                writer = self.writer
+                try:
+                    with self._write_turn:
+                        writer = self.writer
+                        self._refuse_if_closed()
+                        return work(writer)
+                except LedgerError as refused:
+                    if refused.code == "GROUP_COMMIT_STOPPED":
+                        with self._reopen_lock:  # a reopen under way has swapped the writer
+                            retired = writer is not self.writer
+                        if retired:
+                            # Its writer was retired before the work was queued: it never ran.
+                            continue
+                    if refused.code in REOPEN_CODES and writer is self.writer:
+                        self._writer_fault = refused
+                    raise
         finally:
             # A refusal may have sealed an event too.
             if announce:
                 self.events_written()
-
-    def _write_now(self, work: Callable[[Stores], T]) -> T:
-        while True:
-            self._reopen_writer_if_faulty()
-            fault = self._writer_fault
-            if fault is not None and fault.code == "DATABASE_READ_ONLY":
-                # Refused before it is tried: SQLite may begin a write it cannot finish (on a
-                # read-only `-wal`), which would fail as an I/O error that names no file.
-                raise LedgerError(fault.code, fault.detail)
-            writer = self.writer
-            try:
-                with self._write_turn:
-                    writer = self.writer
-                    self._refuse_if_closed()
-                    return work(writer)
-            except LedgerError as refused:
-                if refused.code == "GROUP_COMMIT_STOPPED":
-                    with self._reopen_lock:  # a reopen under way has swapped the writer
-                        retired = writer is not self.writer
-                    if retired:
-                        continue  # its writer was retired before the work was queued: never ran
-                if refused.code in REOPEN_CODES and writer is self.writer:
-                    self._writer_fault = refused
-                raise
 
     def ready_now(self) -> None:
         """Refuse, saying why, unless a write can be committed now: the writer can write, its
@@ -261,7 +258,7 @@ class Backend:
                 self._reopen_every_connection()
                 return
             try:
-                fresh = self._open(self.settings.migrate, self.settings.synchronous)
+                fresh = self._open(writer=True)
             except LedgerError as refused:
                 self._writer_fault = refused
                 return
@@ -288,11 +285,8 @@ class Backend:
                 self._close(db)
             self._closed = True
             try:
-                writer = Stores(
-                    self._open(self.settings.migrate, self.settings.synchronous),
-                    self.settings.clock,
-                )
-                fresh = [Stores(self._open(False, "FULL"), self.settings.clock) for _ in readers]
+                writer = Stores(self._open(writer=True), self.settings.clock)
+                fresh = [Stores(self._open(), self.settings.clock) for _ in readers]
             except LedgerError as refused:
                 # Nothing half-open stays: the next try (a write, `/v1/ready`) opens all again.
                 for db in list(self._databases):
@@ -318,15 +312,10 @@ class Backend:
             db.close()
 
     def read_now(self, work: Callable[[Stores], T]) -> T:
-        with self._reader() as stores:
-            return work(stores)
-
-    @contextlib.contextmanager
-    def _reader(self) -> Iterator[Stores]:
         stores = self._readers.get()
         try:
             self._refuse_if_closed()
-            yield stores
+            return work(stores)
         finally:
             self._readers.put(stores)
 
@@ -335,9 +324,6 @@ class Backend:
 
     async def read(self, work: Callable[[Stores], T]) -> T:
         return await run_in_threadpool(self.read_now, work)
-
-    def principal_now(self, token: str) -> Principal | None:
-        return self.read_now(lambda stores: authenticate(stores.db, token))
 
     def task_counts(self) -> dict[str, int]:
         rows = self.read_now(lambda stores: stores.db.read(lambda c: fetch_all(c, "status_counts")))
@@ -374,20 +360,14 @@ class Backend:
     # -- long polls -------------------------------------------------------------------------
 
     def work_signal(self) -> asyncio.Event:
-        """The event the next `work_arrived` sets, taken before a claim is tried so that work
+        """The event the next `announce_work` sets, taken before a claim is tried so that work
         arriving before the wait is not missed."""
         if self._signal is None:
             self._signal = asyncio.Event()
             self._signal_loop = asyncio.get_running_loop()
         if self._listening is None:
-            work = (WORK_CHANNEL, self._wake_from_thread)
-            self._listening = threading.Thread(target=self._hear, args=work, daemon=True)
-            self._listening.start()
+            self._listening = self._start(lambda: self._hear(WORK_CHANNEL, self._wake_from_thread))
         return self._signal
-
-    async def work_arrived(self) -> None:
-        """`announce_work`, off the event loop (on PostgreSQL a notification is a round trip)."""
-        await run_in_threadpool(self.announce_work)
 
     def announce_work(self) -> None:
         """Notify the `work` channel; when that fails, this server's waiters are still woken."""

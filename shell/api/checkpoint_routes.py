@@ -20,15 +20,6 @@ NOTE_MEDIA = "text/plain; charset=utf-8"
 route = Routes()
 
 
-def _size(call: Call) -> int | None:
-    if call.query("size") is None:
-        return None
-    size = call.query_int("size", 0)
-    if size < 0:
-        raise LedgerError("FIELDS_INVALID", "size: must not be negative")
-    return size
-
-
 @route(
     "GET /v1/checkpoint",
     CHECKPOINT_READERS,
@@ -37,7 +28,9 @@ def _size(call: Call) -> int | None:
     media="text/plain",
 )
 def get_checkpoint(call: Call) -> Response:
-    size = _size(call)
+    size = None if call.query("size") is None else call.query_int("size", 0)
+    if size is not None and size < 0:
+        raise LedgerError("FIELDS_INVALID", "size: must not be negative")
     served = call.backend.read_now(lambda stores: latest_checkpoint(stores.db, size))
     return Response(
         served.note,

@@ -64,10 +64,11 @@ class _Spend(Collector):
             labels=[*where, "currency"],
         )
         rows = report.get("by_agent_and_repository", ())
-        for (agent, repository, currency), sums in sorted(_summed(rows, "currency").items()):
+        by_currency = _summed(rows, "agent_id", "repository", "currency")
+        for (agent, repository, currency), sums in sorted(by_currency.items()):
             if currency:
                 cost.add_metric([agent, repository, currency], sums["cost_micros"])
-        for labels, sums in sorted(_summed(rows).items()):
+        for labels, sums in sorted(_summed(rows, "agent_id", "repository").items()):
             for sum_name, family in counters:
                 family.add_metric(list(labels), sums[sum_name])
         day_cost = GaugeMetricFamily(
@@ -80,26 +81,21 @@ class _Spend(Collector):
             "Tokens reported on a UTC day",
             labels=["day", "direction"],
         )
-        days: dict[str, list[int]] = {}
         for row in report.get("by_day", ()):
-            day = str(row["day"])
             if row["currency"]:
-                day_cost.add_metric([day, str(row["currency"])], row["cost_micros"])
-            counted = days.setdefault(day, [0, 0])
-            counted[0] += int(row["input_tokens"])
-            counted[1] += int(row["output_tokens"])
-        for day, (spent_in, spent_out) in sorted(days.items()):
-            day_tokens.add_metric([day, "input"], spent_in)
-            day_tokens.add_metric([day, "output"], spent_out)
+                day_cost.add_metric([str(row["day"]), str(row["currency"])], row["cost_micros"])
+        for (day,), sums in sorted(_summed(report.get("by_day", ()), "day").items()):
+            day_tokens.add_metric([day, "input"], sums["input_tokens"])
+            day_tokens.add_metric([day, "output"], sums["output_tokens"])
         families = [family for _, family in counters]
         yield from (*families[:2], cost, *families[2:], day_cost, day_tokens)
 
 
 def _summed(rows: Iterable[Mapping[str, Any]], *by: str) -> dict[tuple[str, ...], dict[str, int]]:
-    """The sums of the rows of each agent and repository (and of each column `by`)."""
+    """The sums of the rows of each value of the columns `by`."""
     sums: dict[tuple[str, ...], dict[str, int]] = {}
     for row in rows:
-        key = tuple(str(row[name] or "") for name in ("agent_id", "repository", *by))
+        key = tuple(str(row[name] or "") for name in by)
         entry = sums.setdefault(key, dict.fromkeys(_SUMS, 0))
         for name in _SUMS:
             entry[name] += int(row[name])
@@ -110,7 +106,7 @@ class ApiMetrics:
     def __init__(
         self,
         task_counts: Callable[[], Mapping[str, int]],
-        spend: Callable[[], Mapping[str, Any]] | None = None,
+        spend: Callable[[], Mapping[str, Any]],
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
@@ -136,12 +132,8 @@ class ApiMetrics:
             "aios_ledger_waiting_claims", "Long-poll claims waiting now", registry=self.registry
         )
         self.registry.register(_TaskCounts(task_counts))
-        if spend is not None:
-            self.registry.register(_Spend(spend))
+        self.registry.register(_Spend(spend))
 
     def observe_request(self, route: str, method: str, code: int, seconds: float) -> None:
         self.requests.labels(route, method, str(code)).inc()
         self.latency.labels(route, method).observe(seconds)
-
-    def observe_batch(self, size: int) -> None:
-        self.batch_size.observe(size)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aios_ledger.shell.api.tokens import Principal
+from aios_ledger.shell.api.tokens import Principal, authenticate
 from starlette.requests import Request
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def request_principal(request: Request, backend: Backend) -> Principal | None:
     on a worker thread."""
     token = bearer_token(request)
     if token is not None:
-        return backend.principal_now(token)
+        return backend.read_now(lambda stores: authenticate(stores.db, token))
     if session_cookie(request) is None:
         return None
     viewer = request.app.state.console.viewer_now(request)

@@ -45,10 +45,6 @@ class Principal:
     grant: frozenset[str] | None = None
 
 
-def new_api_token() -> str:
-    return secrets.token_urlsafe(TOKEN_BYTES)
-
-
 def _row(conn: Connection, name: str) -> ApiTokenRow | None:
     return fetch_record(conn, "api_token_get", {"name": name}, ApiTokenRow)
 
@@ -72,7 +68,7 @@ def issue_token(
             "any_capability": any_capability,
         }
     )
-    token = new_api_token()
+    token = secrets.token_urlsafe(TOKEN_BYTES)
     digest = Sha256Hex(token_sha256(token))
     actor = current_actor()
 
@@ -119,9 +115,7 @@ def authenticate_digest(db: Database, digest: str) -> Principal | None:
             conn, "api_token_by_digest", {"token_sha256": digest}, ApiTokenRow
         )
     )
-    if row is None or not hmac.compare_digest(row.token_sha256, digest):
-        return None
-    if row.status != ACTIVE:
+    if row is None or not hmac.compare_digest(row.token_sha256, digest) or row.status != ACTIVE:
         return None
     try:
         return Principal(row.name, frozenset(row.roles()), row.grant())

@@ -272,16 +272,13 @@ class LedgerTokenVerifier:
             self._verified.pop(digest, None)
             raise AuthenticationError(canonical_json(refusal(refused))) from None
         access = AccessToken(token=token, client_id=caller.name, scopes=sorted(caller.roles))
-        self._remember(digest, now + VERIFIED_SECONDS, access)
-        return access
-
-    def _remember(self, digest: str, until: float, access: AccessToken) -> None:
         if len(self._verified) >= MAX_VERIFIED_TOKENS:
-            now = self._clock()
-            self._verified = {k: v for k, v in self._verified.items() if v[0] > now}
+            alive = self._clock()
+            self._verified = {k: v for k, v in self._verified.items() if v[0] > alive}
             if len(self._verified) >= MAX_VERIFIED_TOKENS:
                 self._verified.pop(next(iter(self._verified)))
-        self._verified[digest] = (until, access)
+        self._verified[digest] = (now + VERIFIED_SECONDS, access)
+        return access
 
 
 def http_caller(ctx: ServerRequestContext[Any, Any]) -> Caller:

@@ -26,13 +26,12 @@ from aios_ledger.core.tasks.operations import TASK_OPERATIONS
 from aios_ledger.core.tasks.requests import TaskRequest
 from aios_ledger.core.tasks.results import RESULT_CONTRACTS
 from aios_ledger.core.tasks.transitions import TaskTransition
-from aios_ledger.shell.api.openapi import refuse_invalid
+from aios_ledger.shell.api.openapi import MAX_WAIT_SECONDS, refuse_invalid
 from aios_ledger.shell.contracts import result_contract
 from aios_ledger.shell.remote.client import LedgerClient, api_path
 
 ANY_ROLE = frozenset({AGENT, REVIEWER})
 DEFAULT_LEASE_SECONDS = 300
-MAX_WAIT_SECONDS = 60
 PLAIN_SUBMIT = str(TASK_OPERATIONS["submit"].tool)
 
 
@@ -62,8 +61,7 @@ class LedgerTool:
     )
 
 
-def _text(max_length: int = MAX_IDENTIFIER) -> dict[str, Any]:
-    return {"type": "string", "minLength": 1, "maxLength": max_length}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": MAX_IDENTIFIER}
 
 
 # What a model is told of a request's fields, and the defaults a tool fills in, over the
@@ -83,9 +81,9 @@ _TOLD: Mapping[str, Mapping[str, Any]] = {
         "description": "the result_digest you judged: refused if it changed"
     },
 }
-TASK_ID = {**_text(), **_TOLD["task_id"]}
+TASK_ID = {**_TEXT, **_TOLD["task_id"]}
 LEASE_SECONDS = {"type": "integer", "minimum": 1, **_TOLD["lease_seconds"]}
-IDEMPOTENCY_KEY = {**_text(), **_TOLD["idempotency_key"]}
+IDEMPOTENCY_KEY = {**_TEXT, **_TOLD["idempotency_key"]}
 
 
 def _object(required: tuple[str, ...], **properties: Mapping[str, Any]) -> dict[str, Any]:
@@ -281,16 +279,6 @@ def operation_tool(
 def _tools() -> tuple[LedgerTool, ...]:
     """The tools in the order a model is shown them; an operation whose row names a tool and
     that is not written here gets the default one (`operation_tool`)."""
-    written = _written_tools()
-    named = {tool.name for tool in written}
-    rows = TASK_OPERATIONS.values()
-    return (
-        *written,
-        *(operation_tool(row) for row in rows if row.tool is not None and row.tool not in named),
-    )
-
-
-def _written_tools() -> tuple[LedgerTool, ...]:
     op = TASK_OPERATIONS
     reviewer = frozenset({REVIEWER})
     contract_submits = tuple(
@@ -301,7 +289,7 @@ def _written_tools() -> tuple[LedgerTool, ...]:
         )
         for action, contract in sorted(RESULT_CONTRACTS.items())
     )
-    return (
+    written = (
         operation_tool(
             op["claim"],
             "Claim the next task your capabilities allow (or the one named), waiting up to "
@@ -311,7 +299,7 @@ def _written_tools() -> tuple[LedgerTool, ...]:
                 ("capabilities",),
                 capabilities={
                     "type": "array",
-                    "items": _text(),
+                    "items": _TEXT,
                     "maxItems": 100,
                     "description": "the capabilities you offer (within your token's grant)",
                 },
@@ -382,6 +370,15 @@ def _written_tools() -> tuple[LedgerTool, ...]:
             op["verify"],
             "Judge a submitted result: SUCCEEDED, NEEDS_REWORK (back to the queue while "
             "attempts remain) or FAILED. Nobody verifies a result they submitted.",
+        ),
+    )
+    named = {tool.name for tool in written}
+    return (
+        *written,
+        *(
+            operation_tool(row)
+            for row in op.values()
+            if row.tool is not None and row.tool not in named
         ),
     )
 

@@ -227,8 +227,8 @@ def configured_server(
             "USAGE_INVALID", "--checkpoint-every-seconds and --checkpoint-every-events are positive"
         )
     witness_keys = tuple(args.witness_key or configured.witnesses)
-    for key in witness_keys:
-        VerifierKey.parse(key)  # a mistyped key is refused now, not at the first cosignature
+    # A mistyped key is refused now, not at the first cosignature.
+    witnesses = [VerifierKey.parse(key) for key in witness_keys]
     witness_urls = tuple(args.witness_url or configured.witness_urls)
     if witness_urls and not witness_keys:
         raise UsageError(
@@ -268,9 +268,7 @@ def configured_server(
             every_seconds=every_seconds,
             every_events=every_events,
             clock=settings.clock,
-            after_sign=None
-            if not witness_urls
-            else WitnessPush(witness_urls, [VerifierKey.parse(k) for k in witness_keys]).push,
+            after_sign=WitnessPush(witness_urls, witnesses).push if witness_urls else None,
         )
         periodic.start()
     config = uvicorn.Config(

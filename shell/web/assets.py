@@ -22,11 +22,7 @@ TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf
 class Asset:
     body: bytes
     media_type: str
-    digest: str
-
-    @property
-    def etag(self) -> str:
-        return f'"{self.digest}"'
+    etag: str  # the body's SHA-256, quoted
 
 
 def digest_name(name: str, digest: str) -> str:
@@ -49,8 +45,9 @@ class StaticAssets:
             media_type = TYPES.get(path.suffix) or (
                 mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             )
-            asset = Asset(body, media_type, hashlib.sha256(body).hexdigest())
-            named = digest_name(path.name, asset.digest)
+            digest = hashlib.sha256(body).hexdigest()
+            asset = Asset(body, media_type, f'"{digest}"')
+            named = digest_name(path.name, digest)
             self.addresses[path.name] = f"/static/{named}"
             self._by_name[path.name] = (asset, False)
             self._by_name[named] = (asset, True)

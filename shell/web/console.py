@@ -28,6 +28,7 @@ from aios_ledger.shell.api.problems import status_of
 from aios_ledger.shell.api.tokens import MAX_TOKEN_LENGTH, Principal, authenticate_digest
 from aios_ledger.shell.web.assets import StaticAssets
 from aios_ledger.shell.web.sessions import Session, SessionSettings, SessionStore
+from aios_ledger.shell.web.verify_runs import VerifyRunner
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -139,6 +140,7 @@ class Console:
     def __init__(self, backend: Backend, settings: SessionSettings, pages: Sequence[Page]) -> None:
         self.backend = backend
         self.sessions = SessionStore(settings)
+        self.verify_runs = VerifyRunner(backend)
         self.pages = tuple(pages)
         environment = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),

@@ -58,7 +58,8 @@ class SessionStore:
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         session = Session(token_sha256, secrets.token_urlsafe(CSRF_TOKEN_BYTES), now, now)
         with self._lock:
-            self._drop_expired(now)
+            for key in [key for key, s in self._sessions.items() if self._expired(s, now)]:
+                del self._sessions[key]
             while len(self._sessions) >= MAX_SESSIONS:
                 del self._sessions[next(iter(self._sessions))]  # the oldest (insertion order)
             self._sessions[_key(session_id)] = session
@@ -91,7 +92,3 @@ class SessionStore:
             now - session.last_used >= self.settings.idle_seconds
             or now - session.created >= self.settings.max_seconds
         )
-
-    def _drop_expired(self, now: float) -> None:
-        for key in [key for key, s in self._sessions.items() if self._expired(s, now)]:
-            del self._sessions[key]

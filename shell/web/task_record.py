@@ -199,11 +199,6 @@ def _governed_writes(marks: list[Row]) -> list[dict[str, Any]]:
     return writes
 
 
-def _attempt_marks(marks: list[Row]) -> list[dict[str, Any]]:
-    """The task's claims, submissions and verdicts, in order: never its heartbeats."""
-    return [sealed_event(row) for row in marks if row["event_type"] not in GOVERNED_WRITE_EVENTS]
-
-
 def read_refusals(conn: Connection, task_id: str) -> list[RefusalEntry]:
     """The latest of the task's refused attempts, in order."""
     read = {"task_id": task_id, "limit": REFUSALS_SHOWN}
@@ -222,7 +217,9 @@ def read_task_record(stores: Stores, task_id: str, before: int | None = None) ->
             read_refusals(conn, task_id),
         )
     )
-    writes, marks = _governed_writes(marked), _attempt_marks(marked)
+    writes = _governed_writes(marked)
+    # The task's claims, submissions and verdicts, in order: never its heartbeats.
+    marks = [sealed_event(row) for row in marked if row["event_type"] not in GOVERNED_WRITE_EVENTS]
     head = tree_head_at(db)
     shown = sorted(int(event["event_id"]) for event in window.events)
     proofs = {event_id: _proof(db, event_id, head.size) for event_id in shown}

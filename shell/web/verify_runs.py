@@ -7,12 +7,11 @@ import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from weakref import WeakKeyDictionary
 
 import attrs
 from aios_ledger.core import LedgerError
 from aios_ledger.shell.api.backend import Backend
-from aios_ledger.shell.clock import Clock, read_clock
+from aios_ledger.shell.clock import read_clock
 from aios_ledger.shell.log.verification import verify_log
 
 LOG = logging.getLogger("aios_ledger.console")
@@ -42,11 +41,11 @@ class VerifyRun:
 
 
 class VerifyRunner:
-    """The console's verify runs over one backend, one at a time."""
+    """The console's verify runs over one backend, one at a time (one runner per console)."""
 
-    def __init__(self, backend: Backend, clock: Clock) -> None:
+    def __init__(self, backend: Backend) -> None:
         self._backend = backend
-        self._clock = clock
+        self._clock = backend.settings.clock
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="console-verify")
         self._latest: VerifyRun | None = None
@@ -87,16 +86,3 @@ class VerifyRunner:
             self._update(finished_at=self._now(), refused="INTERNAL_ERROR: see the server's log")
         else:
             self._update(finished_at=self._now(), report=report.public())
-
-
-_RUNNERS: WeakKeyDictionary[Backend, VerifyRunner] = WeakKeyDictionary()
-_RUNNERS_LOCK = threading.Lock()
-
-
-def runner_of(backend: Backend) -> VerifyRunner:
-    """The one runner of a backend (one server's console), made on first use."""
-    with _RUNNERS_LOCK:
-        runner = _RUNNERS.get(backend)
-        if runner is None:
-            runner = _RUNNERS[backend] = VerifyRunner(backend, backend.settings.clock)
-        return runner

@@ -11,7 +11,7 @@ from aios_ledger.shell.api.app import READERS
 from aios_ledger.shell.db.connection import fetch_all
 from aios_ledger.shell.db.merkle import tree_head_at
 from aios_ledger.shell.web.console import Page, Rendered, Visit, see_other
-from aios_ledger.shell.web.verify_runs import runner_of
+from aios_ledger.shell.web.verify_runs import VerifyRunner
 from starlette.responses import JSONResponse, Response
 
 VERIFIERS = frozenset({AUDITOR, OWNER})
@@ -31,6 +31,11 @@ def _checkpoint(row: Any) -> dict[str, Any]:
     return {**row, "root_hash": bytes(row["root_hash"]).hex()}
 
 
+def _verify_runs(visit: Visit) -> VerifyRunner:
+    runs: VerifyRunner = visit.request.app.state.console.verify_runs
+    return runs
+
+
 def log_page(visit: Visit) -> Rendered:
     def read(stores: Any) -> dict[str, Any]:
         def rows(conn: Any) -> dict[str, Any]:
@@ -47,7 +52,7 @@ def log_page(visit: Visit) -> Rendered:
 
         return {"head": tree_head_at(stores.db).public(), **stores.db.read(rows)}
 
-    run = runner_of(visit.backend).latest
+    run = _verify_runs(visit).latest
     return Rendered(
         "log.html",
         {
@@ -60,12 +65,12 @@ def log_page(visit: Visit) -> Rendered:
 
 
 def start_verify(visit: Visit) -> Response:
-    runner_of(visit.backend).start(visit.viewer.principal.name)
+    _verify_runs(visit).start(visit.viewer.principal.name)
     return see_other("/log")
 
 
 def verify_progress(visit: Visit) -> Response:
-    run = runner_of(visit.backend).latest
+    run = _verify_runs(visit).latest
     return JSONResponse(
         {"run": None if run is None else run.public()}, headers={"Cache-Control": "no-store"}
     )

@@ -41,17 +41,12 @@ def envelope(task: Any) -> dict[str, Any] | None:
     return execution if isinstance(execution, dict) else None
 
 
-def envelope_digest(task: Any) -> str | None:
-    execution = envelope(task)
-    digest = None if execution is None else execution.get("execution_digest")
-    return digest if isinstance(digest, str) else None
-
-
 def task_page(visit: Visit) -> Rendered:
     task_id, before = visit.path("task_id"), whole_number(visit.query("before"), "before")
     record = visit.backend.read_now(lambda stores: read_task_record(stores, task_id, before))
     status, viewer = record.task["status"], visit.viewer
     task_result, execution = record.task["result"], envelope(record.task)
+    digest = None if execution is None else execution.get("execution_digest")
     applied = any(write["type"] == "GOVERNED_WRITE_APPLIED" for write in record.writes)
     allowed = open_operations(status, viewer.principal.roles)
     offered = {action: action in allowed for action in ACTIONS}
@@ -65,7 +60,7 @@ def task_page(visit: Visit) -> Rendered:
             "record": record,
             "result_json": None if task_result is None else shown_document(task_result),
             "envelope_json": None if execution is None else shown_document(execution),
-            "envelope_digest": envelope_digest(record.task),
+            "envelope_digest": digest if isinstance(digest, str) else None,
             "history": record.history,
             "reason_shown": REASON_SHOWN,
             "run_text_shown": RUN_TEXT_SHOWN,
