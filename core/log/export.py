@@ -59,12 +59,9 @@ STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, Any]:
     """The first line; a store whose ids have gaps by design says so, for the offline check."""
-    if task_id is None:
-        header: dict[str, Any] = {"schema": EXPORT_SCHEMA, "scope": "all"}
-        if not dense_ids:
-            header["dense_ids"] = False
-        return header
-    return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
+    if task_id is not None:
+        return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
+    return {"schema": EXPORT_SCHEMA, "scope": "all", **({} if dense_ids else {"dense_ids": False})}
 
 
 # An archive's format 1 (no field in the header) holds its rows' digests alone, format 2 the
@@ -250,9 +247,7 @@ def parse_export_header(raw: object) -> ExportHeader:
     raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
 
 
-def parse_export_trailer(raw: object) -> LedgerHead:
-    if not isinstance(raw, Mapping):
-        raise LedgerError("EXPORT_INVALID", "the trailer is not an object")
+def parse_export_trailer(raw: Mapping[str, Any]) -> LedgerHead:
     if raw.get("end") != EXPORT_SCHEMA or set(raw) != {"end", "events", "last_event_id", "digest"}:
         raise LedgerError("EXPORT_INVALID", "the trailer is malformed")
     try:

@@ -80,7 +80,6 @@ VERIFY_COLUMNS = (
     "pred_chain_seq",
     "pred_seal",
 )
-ORPHAN_COLUMNS = _SEAL_COLUMNS
 SEALED_ROW_COLUMNS = record_columns(SealedRow)
 ARCHIVED_COLUMNS = ("event_id", "archive_event_id", "chain", "seal")
 Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
@@ -174,7 +173,7 @@ def verify_in(
     feed, step = verifier.feed, counter.step
     with (
         conn.stream_tuples("log_verify_rows", VERIFY_COLUMNS) as events,
-        conn.stream_tuples("log_orphan_seals", ORPHAN_COLUMNS) as orphans,
+        conn.stream_tuples("log_orphan_seals", _SEAL_COLUMNS) as orphans,
         conn.stream_tuples("all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
         conn.stream_tuples("all_archived_events", ARCHIVED_COLUMNS) as archived,
     ):
