@@ -82,7 +82,12 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
     task_rows: dict[str, Mapping[str, Any]] = {}
     header = None
     for number, line in enumerate(lines, start=1):
-        value = _parse(line, number)
+        try:
+            value = parse_line(line, number)
+        except LedgerError as refused:
+            over = refused.code == "EXPORT_INVALID"
+            detail = refused.detail if over else f"line {number}: {refused.detail}"
+            raise LedgerError(ARCHIVE_INVALID, detail) from None
         if header is None:
             with contextlib.suppress(LedgerError):
                 header = parse_export_header(value)
@@ -283,12 +288,3 @@ def _document(text: object) -> object:
         return loads_document(text, what="an archived column")
     except LedgerError:
         return text
-
-
-def _parse(line: bytes | str, number: int) -> object:
-    try:
-        return parse_line(line, number)
-    except LedgerError as refused:
-        over = refused.code == "EXPORT_INVALID"
-        detail = refused.detail if over else f"line {number}: {refused.detail}"
-        raise LedgerError(ARCHIVE_INVALID, detail) from None

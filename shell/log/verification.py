@@ -307,8 +307,7 @@ class ChainFolds:
             if task_id is not None and key > task_id:
                 return
             fold = ChainedRowFold(key)
-            while self._next is not None and self._next["chain"] == chain:
-                row = self._next
+            while (row := self._next) is not None and row["chain"] == chain:
                 fold.add(row["event_id"], row["row_changes"], row["chained_row_digest"])
                 self._next = next(self._rows, None)
             yield fold
