@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -81,12 +82,15 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
     task_rows: dict[str, Mapping[str, Any]] = {}
     header = None
     for number, line in enumerate(lines, start=1):
-        value = _parse(line, number)
+        try:
+            value = parse_line(line, number)
+        except LedgerError as refused:
+            over = refused.code == "EXPORT_INVALID"
+            detail = refused.detail if over else f"line {number}: {refused.detail}"
+            raise LedgerError(ARCHIVE_INVALID, detail) from None
         if header is None:
-            try:
+            with contextlib.suppress(LedgerError):
                 header = parse_export_header(value)
-            except LedgerError:
-                header = None
             if header is None or header.scope != "archive":
                 raise LedgerError(ARCHIVE_INVALID, "the first line is not an archive's header")
             continue
@@ -94,23 +98,17 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
             continue
         if "state" in value:
             row = value.get(ROW_FIELD)
-            if not isinstance(row, Mapping):
-                continue
-            owner = _owner(value.get("state"), row)
-            if owner is None:
-                continue
-            if value.get("state") == TASKS:
-                task_rows[owner] = row
-            else:
-                table = str(value.get("state"))
-                state.setdefault(owner, {}).setdefault(table, []).append(row)
+            if isinstance(row, Mapping) and (owner := _owner(value.get("state"), row)):
+                if value.get("state") == TASKS:
+                    task_rows[owner] = row
+                else:
+                    state.setdefault(owner, {}).setdefault(str(value.get("state")), []).append(row)
             continue
         task_id = value.get("task_id")
         if isinstance(task_id, str):
             events.setdefault(task_id, []).append(value)
     if header is None:
         raise LedgerError(ARCHIVE_INVALID, "the file is empty: no archive's header")
-    names = list(dict.fromkeys([*events, *task_rows]))
     tasks = {
         task_id: ArchivedTask(
             task_id=task_id,
@@ -118,7 +116,7 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
             events=tuple(events.get(task_id, ())),
             rows={table: tuple(found) for table, found in state.get(task_id, {}).items()},
         )
-        for task_id in names
+        for task_id in dict.fromkeys([*events, *task_rows])
     }
     return ArchiveContents(header.archive_format, header.finished_before, tasks)
 
@@ -142,15 +140,12 @@ def unanchored_chains(
 ) -> list[tuple[str, str]]:
     """The file's chains, with why, whose last seal no sealed TASKS_ARCHIVED event recorded (a
     chain that ends at a recorded seal is the ledger's, and so are the rows it covers)."""
-    known: dict[str, set[ArchivedChainEnd]] = {}
-    for chains in recorded:
-        for chain, recorded_end in chains.items():
-            known.setdefault(chain, set()).add(recorded_end)
+    known = {(chain, end) for chains in recorded for chain, end in chains.items()}
     found = []
     for chain, end in sorted(ends.items()):
         if end is None:
             found.append((chain, "the file's last event of the chain holds no seal"))
-        elif end not in known.get(chain, set()):
+        elif (chain, end) not in known:
             found.append(
                 (
                     chain,
@@ -293,12 +288,3 @@ def _document(text: object) -> object:
         return loads_document(text, what="an archived column")
     except LedgerError:
         return text
-
-
-def _parse(line: bytes | str, number: int) -> object:
-    try:
-        return parse_line(line, number)
-    except LedgerError as refused:
-        over = refused.code == "EXPORT_INVALID"
-        detail = refused.detail if over else f"line {number}: {refused.detail}"
-        raise LedgerError(ARCHIVE_INVALID, detail) from None

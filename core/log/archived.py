@@ -100,17 +100,6 @@ def recorded_chains(payload: object) -> dict[str, ArchivedChainEnd] | None:
     return found
 
 
-def restored_chains(payload: object) -> tuple[int, dict[str, ArchivedChainEnd]] | None:
-    """The archive event a TASKS_RESTORED payload names and its chains; None when malformed."""
-    chains = recorded_chains(payload)
-    if chains is None or not isinstance(payload, Mapping):
-        return None
-    archive_event_id = payload.get("archive_event_id")
-    if type(archive_event_id) is not int:
-        return None
-    return archive_event_id, chains
-
-
 def is_archive_event(event: EventRow) -> bool:
     return event.task_id is None and event.event_type == TASKS_ARCHIVED
 
@@ -150,10 +139,11 @@ class ArchiveAccount:
 
     def restored(self, event: EventRow) -> list[str]:
         """What disagrees between a TASKS_RESTORED event and the chains awaiting it."""
-        found = restored_chains(event.payload())
-        if found is None:
+        payload = event.payload()
+        chains = recorded_chains(payload)
+        archive_event_id = payload.get("archive_event_id") if isinstance(payload, dict) else None
+        if chains is None or type(archive_event_id) is not int:
             return ["the TASKS_RESTORED payload does not record its archive event and chains"]
-        archive_event_id, chains = found
         problems = []
         for chain, end in sorted(chains.items()):
             awaited = self._restorable.pop((archive_event_id, chain), None)

@@ -15,6 +15,7 @@ from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archived import (
     BINDINGS_KEPT_FORMAT,
     LEDGER_SEALED_TABLES,
+    ArchivedEventRow,
     LedgerSealedRow,
     archive_removed,
     is_archive_event,
@@ -58,12 +59,9 @@ STATE_FIELDS = frozenset(("state", "key", "digest"))
 
 def export_header(task_id: str | None, *, dense_ids: bool = True) -> dict[str, Any]:
     """The first line; a store whose ids have gaps by design says so, for the offline check."""
-    if task_id is None:
-        header: dict[str, Any] = {"schema": EXPORT_SCHEMA, "scope": "all"}
-        if not dense_ids:
-            header["dense_ids"] = False
-        return header
-    return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
+    if task_id is not None:
+        return {"schema": EXPORT_SCHEMA, "scope": "task", "task_id": task_id}
+    return {"schema": EXPORT_SCHEMA, "scope": "all", **({} if dense_ids else {"dense_ids": False})}
 
 
 # An archive's format 1 (no field in the header) holds its rows' digests alone, format 2 the
@@ -99,14 +97,12 @@ def export_line(
 ARCHIVED_FIELDS = frozenset(("archived", "archive_event_id", "chain", "seal"))
 
 
-def export_archived_line(
-    event_id: int, archive_event_id: int, chain: object, seal: object
-) -> dict[str, Any]:
+def export_archived_line(row: ArchivedEventRow) -> dict[str, Any]:
     return {
-        "archived": event_id,
-        "archive_event_id": archive_event_id,
-        "chain": chain,
-        "seal": seal,
+        "archived": row.event_id,
+        "archive_event_id": row.archive_event_id,
+        "chain": row.chain,
+        "seal": row.seal,
     }
 
 
@@ -251,9 +247,7 @@ def parse_export_header(raw: object) -> ExportHeader:
     raise LedgerError("EXPORT_INVALID", "the header's scope is not all, a task or an archive")
 
 
-def parse_export_trailer(raw: object) -> LedgerHead:
-    if not isinstance(raw, Mapping):
-        raise LedgerError("EXPORT_INVALID", "the trailer is not an object")
+def parse_export_trailer(raw: Mapping[str, Any]) -> LedgerHead:
     if raw.get("end") != EXPORT_SCHEMA or set(raw) != {"end", "events", "last_event_id", "digest"}:
         raise LedgerError("EXPORT_INVALID", "the trailer is malformed")
     try:
@@ -366,17 +360,12 @@ class ExportState:
         for image in rows:
             self._sealed[(image.table, image.key)] = (event.event_id, image.digest)
             self._sealed_since.add(image.table)
-        self._fold(seal)
-
-    def _fold(self, seal: SealRow) -> None:
-        chain = seal.chain
-        if not isinstance(chain, str) or not chain.startswith("task:"):
-            return
-        key = chain.removeprefix("task:")
-        fold = self._folds.get(key)
-        if fold is None:
-            fold = self._folds[key] = ChainedRowFold(key)
-        fold.add(seal.event_id, seal.row_changes, seal.chained_row_digest)
+        if isinstance(seal.chain, str) and seal.chain.startswith("task:"):
+            key = seal.chain.removeprefix("task:")
+            fold = self._folds.get(key)
+            if fold is None:
+                fold = self._folds[key] = ChainedRowFold(key)
+            fold.add(seal.event_id, seal.row_changes, seal.chained_row_digest)
 
     def check(self, verifier: LogVerifier, table: str, key: str, digest: str | None) -> None:
         self._seen.add((table, key))
@@ -423,9 +412,12 @@ class ChainTips:
             self._tips[seal.chain] = ChainLink(event_id=seal.event_id, chain_seq=seq, seal=value)
 
 
-def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> VerificationReport:
+def verify_export_lines(
+    lines: Iterable[bytes | str], tables: SealedTables, bundles: ArchivedBundles | None = None
+) -> VerificationReport:
     """Check an export, line by line, with the ledger's own verifier and no database. A malformed
-    line is an `EXPORT_INVALID` finding; a file a 0.x ledger wrote is refused."""
+    line is an `EXPORT_INVALID` finding; a file a 0.x ledger wrote is refused. `bundles` takes
+    an archive's bundle lines (a restore keeps their bytes)."""
     numbered = enumerate(lines, start=1)
     first = next(numbered, None)
     header = parse_export_header(None if first is None else parse_line(first[1], 1))
@@ -433,7 +425,7 @@ def verify_export_lines(lines: Iterable[bytes | str], tables: SealedTables) -> V
     tips = ChainTips()
     state = ExportState(tables, archive=header.scope == "archive")
     state_lines = bundle_lines = False
-    bundles = ArchivedBundles()
+    bundles = ArchivedBundles() if bundles is None else bundles
     proposals: dict[str, str] = {}
     trailer_seen = False
     last_id = 0

@@ -70,10 +70,9 @@ def range_nodes(lo: int, hi: int) -> tuple[NodeId, ...]:
     make MTH(D[lo:hi]) for a range of the RFC's recursion: one per binary digit of its length."""
     nodes = []
     while lo < hi:
-        size = 1 << ((hi - lo).bit_length() - 1)
-        level = size.bit_length() - 1
+        level = (hi - lo).bit_length() - 1
         nodes.append(NodeId(level, lo >> level))
-        lo += size
+        lo += 1 << level
     return tuple(nodes)
 
 

@@ -183,9 +183,7 @@ def decide_restore(
     events = {task.task_id: _events_of(task) for task in tasks}
     _check_recorded(state, archive_event_id, contents)
     _check_untaken(state.taken)
-    writes: list[SqlWrite] = []
-    for task in tasks:
-        writes.extend(_task_writes(task, events[task.task_id], tables))
+    writes = [write for task in tasks for write in _task_writes(task, events[task.task_id], tables)]
     restore_event_id = state.tail.next_event_id
     chains = [
         {

@@ -26,13 +26,11 @@ def stored_row_state(
     later = (LATER_COLUMNS & columns.keys()) | {
         name for name in LATER_NULL_COLUMNS & columns.keys() if columns[name] is None
     }
-    defaults = table.later_defaults
-    if defaults:
-        later |= {
-            name
-            for name, default in defaults.items()
-            if name in columns and _same(columns[name], default)
-        }
+    later |= {
+        name
+        for name, default in table.later_defaults.items()
+        if name in columns and _same(columns[name], default)
+    }
     if digest == sealed_digest or sealed_digest is None or not later:
         return key, digest
     # The seal was taken before some of them existed, not necessarily all (a task sealed after

@@ -89,11 +89,10 @@ class SealedTable:
     def with_later_defaults(self, columns: Mapping[str, object]) -> Mapping[str, object]:
         """A row as an archive written before some of `later_defaults` kept it, with each
         column it lacks at the default its migration gave every row then."""
-        defaults = self.later_defaults
-        if not defaults or all(name in columns for name in defaults):
+        if all(name in columns for name in self.later_defaults):
             return columns
         return {
-            **{name: value for name, value in defaults.items() if name not in columns},
+            **{name: value for name, value in self.later_defaults.items() if name not in columns},
             **columns,
         }
 

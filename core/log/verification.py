@@ -298,13 +298,10 @@ class LogVerifier:
             maxlen=SWAP_WINDOW
         )
         if head is not None and head.last_event_id == 0 and head.digest != EMPTY_HEAD_DIGEST:
-            self._report(Finding(HEAD_MISMATCH, None, "an empty head with a non-empty digest"))
+            self.note(Finding(HEAD_MISMATCH, None, "an empty head with a non-empty digest"))
 
     def note(self, finding: Finding) -> None:
-        """Add a finding the feeder made itself (an offline export's malformed line)."""
-        self._report(finding)
-
-    def _report(self, finding: Finding) -> None:
+        """Add a finding (also one the feeder made itself: an offline export's malformed line)."""
         self._counts[finding.code] = self._counts.get(finding.code, 0) + 1
         if len(self._findings) < MAX_FINDINGS:
             self._findings.append(finding)
@@ -320,13 +317,11 @@ class LogVerifier:
 
     def _missing_ids(self, first: int, last: int, detail: str) -> None:
         """Report ids first..last as removed (individually up to a limit, then as one range)."""
-        if first > last:
-            return
         upto = min(last, first + RANGE_DETAIL_LIMIT - 1)
         for event_id in range(first, upto + 1):
-            self._report(Finding(EVENT_REMOVED, event_id, detail))
+            self.note(Finding(EVENT_REMOVED, event_id, detail))
         if upto < last:
-            self._report(Finding(EVENT_REMOVED, upto + 1, f"{detail} (events {upto + 1}..{last})"))
+            self.note(Finding(EVENT_REMOVED, upto + 1, f"{detail} (events {upto + 1}..{last})"))
 
     def feed(
         self,
@@ -341,7 +336,7 @@ class LogVerifier:
         self._advance(event_id, adopted)
         if event is None:
             if seal is not None:
-                self._report(
+                self.note(
                     Finding(
                         EVENT_REMOVED,
                         event_id,
@@ -355,7 +350,7 @@ class LogVerifier:
         self._digest = roll_head(self._digest, event_id, None if seal is None else seal.seal)
         if seal is None:
             self._unsealed += 1
-            self._report(
+            self.note(
                 Finding(UNSEALED_EVENT, event_id, "no seal: the row was written outside the ledger")
             )
         else:
@@ -369,7 +364,7 @@ class LogVerifier:
         else:
             problems = self._archive.unclaimed(event_id)
         for problem in problems:
-            self._report(Finding(ARCHIVE_MISMATCH, event_id, problem))
+            self.note(Finding(ARCHIVE_MISMATCH, event_id, problem))
         self._check_head_at(event_id)
 
     def _advance(self, event_id: int, adopted: bool) -> None:
@@ -387,7 +382,7 @@ class LogVerifier:
         if head is not None and not self._head_seen and event_id > head.last_event_id:
             self._head_seen = True
             detail = "the head's last event is gone from the log"
-            self._report(Finding(HEAD_MISMATCH, head.last_event_id, detail))
+            self.note(Finding(HEAD_MISMATCH, head.last_event_id, detail))
         self._last_id = event_id
         self._last_adopted = adopted
 
@@ -407,7 +402,7 @@ class LogVerifier:
         self._head_seen = True
         if head.events != self._events + self._archived or head.digest != self._digest:
             verdict = "differ" if head.digest != self._digest else "agree"
-            self._report(
+            self.note(
                 Finding(
                     HEAD_MISMATCH,
                     event_id,
@@ -425,7 +420,7 @@ class LogVerifier:
     ) -> None:
         event_id = event.event_id
         if not _seal_well_formed(seal, self._legacy):
-            self._report(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
+            self.note(Finding(FORGED_EVENT, event_id, "the seal row is malformed"))
             return
         seq = seal.chain_seq
         other = None if seq == 1 or predecessor is None else predecessor.event_id
@@ -458,7 +453,7 @@ class LogVerifier:
     def _report_link(
         self, code: str, event_id: int, seal: SealRow, other: int | None, detail: str
     ) -> None:
-        self._report(
+        self.note(
             Finding(
                 code,
                 event_id,
@@ -475,7 +470,7 @@ class LogVerifier:
                 self._retract(CONTENT_CHANGED, other_event.event_id)
                 self._retract(EVENT_SWAPPED, other_event.event_id)
                 for mine, theirs in ((other_event, event), (event, other_event)):
-                    self._report(
+                    self.note(
                         Finding(
                             EVENT_SWAPPED,
                             mine.event_id,
@@ -510,12 +505,12 @@ class LogVerifier:
                 self._rows_unprovable += 1
                 return
             detail = "no sealed event wrote this row: inserted behind the ledger's back"
-            self._report(Finding(STATE_MISMATCH, None, detail, table=table, key=key))
+            self.note(Finding(STATE_MISMATCH, None, detail, table=table, key=key))
             return
         event_id, sealed_digest = sealed
         if sealed_digest is None or digest != sealed_digest:
             detail = "the row differs from the row its last sealed event wrote"
-            self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
+            self.note(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
 
     def last_task_seal(
         self, fold: ChainedRowFold | None, sealed: tuple[int, str | None] | None
@@ -526,7 +521,7 @@ class LogVerifier:
             return sealed
         if fold.problem is not None:
             event_id, detail = fold.problem
-            self._report(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=fold.key))
+            self.note(Finding(STATE_MISMATCH, event_id, detail, table=TASKS, key=fold.key))
         folded = fold.sealed()
         if folded is None or (sealed is not None and sealed[0] > folded[0]):
             return sealed
@@ -536,7 +531,7 @@ class LogVerifier:
         """A row the seal of `event_id` says was written (its last writer) is not there."""
         self._rows_checked += 1
         detail = "the row its last sealed event wrote is gone: deleted behind the ledger's back"
-        self._report(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
+        self.note(Finding(STATE_MISMATCH, event_id, detail, table=table, key=key))
 
     def head(self) -> LedgerHead:
         return LedgerHead(
@@ -564,7 +559,7 @@ class LogVerifier:
                 counter_from, id_counter, "handed out by the id counter but gone from the log"
             )
         for archive_event_id, problem in self._archive.remaining():
-            self._report(Finding(ARCHIVE_MISMATCH, archive_event_id, problem))
+            self.note(Finding(ARCHIVE_MISMATCH, archive_event_id, problem))
         return VerificationReport(
             intact=not self._counts,
             events=self._events,

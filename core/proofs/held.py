@@ -90,15 +90,23 @@ class CheckpointHold:
     def reached(self, frontier: Frontier) -> None:
         """Hold the checkpoints of `frontier.size` to the tree's root."""
         root: bytes | None = None
-        while self._next is not None and self._next.tree_size == frontier.size:
+        while (row := self._next) is not None and row.tree_size == frontier.size:
             root = frontier.head().root if root is None else root
-            self._hold(self._next, root)
+            self.checked += 1
+            self._signed(row)
+            if bytes(row.root_hash) != root:
+                self._note(
+                    CHECKPOINT_MISMATCH,
+                    row,
+                    f"the checkpoint signs root {bytes(row.root_hash).hex()} for {row.tree_size} "
+                    f"leaves; the stored leaves make {root.hex()}: the tree was rewritten under "
+                    "it, or its root edited",
+                )
             self._advance()
 
     def finish(self, size: int) -> list[Finding]:
         """After the last leaf: a checkpoint left signs a larger tree than the one stored."""
-        while self._next is not None:
-            row = self._next
+        while (row := self._next) is not None:
             self._signed(row)
             self._note(
                 CHECKPOINT_MISMATCH,
@@ -108,18 +116,6 @@ class CheckpointHold:
             )
             self._advance()
         return self.findings
-
-    def _hold(self, row: CheckpointRow, root: bytes) -> None:
-        self.checked += 1
-        self._signed(row)
-        if bytes(row.root_hash) != root:
-            self._note(
-                CHECKPOINT_MISMATCH,
-                row,
-                f"the checkpoint signs root {bytes(row.root_hash).hex()} for {row.tree_size} "
-                f"leaves; the stored leaves make {root.hex()}: the tree was rewritten under it, "
-                "or its root edited",
-            )
 
     def _signed(self, row: CheckpointRow) -> None:
         """The note says what the row says and verifies when the key is known."""

@@ -47,6 +47,16 @@ def _require_key_name(name: str) -> None:
         raise LedgerError("NOTE_KEY_INVALID", detail)
 
 
+def _key_parts(text: str, shape: str) -> tuple[str, str, bytes | None]:
+    """The name, hex key ID and decoded key of a key's `name+keyid+base64` text (NOTE_KEY_INVALID,
+    saying its `shape`, when it is not three parts or the name is not a key name)."""
+    parts = text.split("+", 2)
+    if len(parts) != 3:
+        raise LedgerError("NOTE_KEY_INVALID", shape)
+    _require_key_name(parts[0])
+    return parts[0], parts[1], b64decode_canonical(parts[2])
+
+
 def key_id(name: str, key_type: int, public_key: bytes) -> bytes:
     """SHA-256(name || 0x0A || type || public key)[:4]: the key ID of signed-note."""
     return hashlib.sha256(name.encode() + b"\n" + bytes([key_type]) + public_key).digest()[:4]
@@ -89,12 +99,7 @@ class VerifierKey:
         """A verifier key from its text, else NOTE_KEY_INVALID."""
         if not isinstance(text, str):
             raise LedgerError("NOTE_KEY_INVALID", "a verifier key is text")
-        parts = text.strip().split("+", 2)
-        if len(parts) != 3:
-            raise LedgerError("NOTE_KEY_INVALID", "a verifier key is name+keyid+key")
-        name, hex_id, encoded = parts
-        _require_key_name(name)
-        material = b64decode_canonical(encoded)
+        name, hex_id, material = _key_parts(text.strip(), "a verifier key is name+keyid+key")
         if material is None or len(material) != 1 + PUBLIC_KEY_SIZE:
             raise LedgerError("NOTE_KEY_INVALID", "the key is not base64 of a type and 32 bytes")
         if material[0] not in (ED25519, COSIGNATURE_V1):
@@ -138,12 +143,9 @@ class SignerKey:
     def parse(cls, text: object) -> SignerKey:
         if not isinstance(text, str) or not text.startswith(SIGNER_KEY_PREFIX):
             raise LedgerError("NOTE_KEY_INVALID", "a signer key starts with PRIVATE+KEY+")
-        parts = text.strip()[len(SIGNER_KEY_PREFIX) :].split("+", 2)
-        if len(parts) != 3:
-            raise LedgerError("NOTE_KEY_INVALID", "a signer key is PRIVATE+KEY+name+keyid+key")
-        name, hex_id, encoded = parts
-        _require_key_name(name)
-        material = b64decode_canonical(encoded)
+        name, hex_id, material = _key_parts(
+            text.strip()[len(SIGNER_KEY_PREFIX) :], "a signer key is PRIVATE+KEY+name+keyid+key"
+        )
         if (
             len(hex_id) != 2 * KEY_ID_SIZE
             or any(digit not in "0123456789abcdef" for digit in hex_id)

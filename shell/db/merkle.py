@@ -83,21 +83,17 @@ def build_tree(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
     """Give every sealed or archived event its leaf when the tree is not built yet (a log from
     before it existed); how many leaves it built."""
     tree = _locked_tree(conn) if tree is None else tree
-    if tree.size is not None:
-        return 0
-    return _append_pending(conn, MerkleTreeRow(0, b"", tree.revision), unbuilt=True)
+    return 0 if tree.size is not None else integrate_in(conn, tree)
 
 
-def integrate_in(conn: Connection) -> int:
-    """Every committed event without a leaf appended, in the caller's exclusive write
-    transaction (`upgrade`'s); how many leaves it appended."""
-    tree = _locked_tree(conn)
-    if tree.size is None:
-        return build_tree(conn, tree)
-    return _append_pending(conn, tree, unbuilt=False)
-
-
-def _append_pending(conn: Connection, tree: MerkleTreeRow, *, unbuilt: bool) -> int:
+def integrate_in(conn: Connection, tree: MerkleTreeRow | None = None) -> int:
+    """Every committed event without a leaf appended (each one, to a tree not built yet), in
+    the caller's exclusive write transaction (`upgrade`'s); how many leaves it appended.
+    `tree`: the head row under its lock (None: read it)."""
+    tree = _locked_tree(conn) if tree is None else tree
+    unbuilt = tree.size is None
+    if unbuilt:
+        tree = MerkleTreeRow(0, b"", tree.revision)
     appended, after = 0, 0
     while True:
         batch = _pending(conn, after, BUILD_BATCH)

@@ -14,7 +14,6 @@ from typing import IO, Any
 
 import attrs
 from aios_ledger.core import LedgerError
-from aios_ledger.core.jsonvalue import loads_document
 from aios_ledger.core.log.archive import (
     ArchiveCandidate,
     ArchiveRequest,
@@ -47,7 +46,6 @@ from aios_ledger.core.log.export import (
     archive_header,
     export_bundle_lines,
     export_trailer,
-    line_of_kind,
     verify_export_lines,
 )
 from aios_ledger.core.log.export import export_state_line as state_line
@@ -173,18 +171,8 @@ def _link_new(partial: Path, target: Path, created: list[Path]) -> None:
 
 
 def _candidates(conn: Connection) -> tuple[ArchiveCandidate, ...]:
-    return tuple(
-        ArchiveCandidate(
-            task_id=row["task_id"],
-            status=row["status"],
-            revision=row["revision"],
-            updated_at=row["updated_at"],
-            events=row["events"],
-            last_event_id=row["last_event_id"],
-            last_seal=row["last_seal"],
-        )
-        for row in fetch_all(conn, "archive_candidates")
-    )
+    # The statement selects every field but the ledger rows, by name.
+    return tuple(ArchiveCandidate(**row) for row in fetch_all(conn, "archive_candidates"))
 
 
 def _with_ledger_rows(
@@ -331,17 +319,16 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
     digest = file_digest(path)
     recorded = db.read(lambda conn: fetch_all(conn, "archive_events_recorded"))
     chains_by_event: dict[int, dict[str, ArchivedChainEnd]] = {}
-    ledger_rows_by_event: dict[int, dict[str, frozenset[LedgerSealedRow]]] = {}
     archive_event_id = None
+    recorded_rows: dict[str, frozenset[LedgerSealedRow]] | None = None
     for row in recorded:
         payload = payload_of(row["payload_json"])
         summary = archive_summary(payload)
         if summary is None:
             continue
         chains_by_event[row["event_id"]] = summary["chains"]
-        ledger_rows_by_event[row["event_id"]] = recorded_ledger_rows(payload)
         if summary["archive_sha256"] == digest:
-            archive_event_id = row["event_id"]
+            archive_event_id, recorded_rows = row["event_id"], recorded_ledger_rows(payload)
     findings: list[Finding] = []
     if archive_event_id is None:
         detail = (
@@ -360,7 +347,6 @@ def verify_archive(db: Database, path: str | os.PathLike[str]) -> dict[str, Any]
             Finding(ARCHIVE_MISMATCH, None, detail, chain=chain)
             for chain, detail in unanchored_chains(chain_ends(contents), anchors)
         )
-        recorded_rows = None if archive_event_id is None else ledger_rows_by_event[archive_event_id]
         seals = db.read(lambda conn: _row_seals(conn, contents))
         findings.extend(ledger_row_findings(contents, seals, recorded_rows))
     if findings:
@@ -417,7 +403,8 @@ def restore_archive(
     with open_input(path) as handle:
         data = handle.read()
     # One read of the file: what is checked, hashed and restored are the same bytes.
-    report = verify_export_lines(data.splitlines(keepends=True), SEALED_TABLES)
+    bundles = ArchivedBundles(keep=True)
+    report = verify_export_lines(data.splitlines(keepends=True), SEALED_TABLES, bundles)
     if not report.intact:
         codes = ", ".join(sorted(report.finding_counts))
         raise LedgerError(
@@ -430,11 +417,6 @@ def restore_archive(
         {"archive_sha256": digest, "idempotency_key": idempotency_key}
     )
     contents = read_archive(data.splitlines(keepends=True))
-    bundles = ArchivedBundles(keep=True)
-    for line in data.splitlines():
-        value = loads_document(line, what="an archive line")
-        if line_of_kind(value, "bundle"):
-            bundles.add(value)
     now = read_clock(clock)
     # The files first: a restore refused after them leaves files no proposal names, harmless.
     _put_back_bundles(db, bundles)

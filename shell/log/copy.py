@@ -5,7 +5,7 @@ seals the source made.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
 from typing import Any
 
 import attrs
@@ -87,20 +87,9 @@ def _copy_rows(source: Database, read: Connection, conn: SchemaConnection) -> di
     for table in TABLES:
         counts[table.name] = 0
         with source.cursor_rows(f"all_{table.name}") as rows:
-            for batch in _batches(rows):
+            while batch := list(itertools.islice(rows, BATCH)):
                 conn.run_many(table.insert_name, batch)
                 counts[table.name] += len(batch)
     last = fetch_value(read, "copy_event_id_counter")
     execute(conn, "copy_set_event_id_counter", {"last_event_id": int(last or 0)})
     return counts
-
-
-def _batches(rows: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    batch: list[dict[str, Any]] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

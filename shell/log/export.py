@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import os
 import stat
@@ -59,28 +60,18 @@ def write_events(
     """Write each event's line (of `tasks` alone, when given) and the `archived` events' lines
     between them by id; yield each line's id and seal for the trailer's head."""
     sealed = SealedRowsById(tuple(row[name] for name in SEALED_ROW_COLUMNS) for row in sealed_rows)
-    pending = iter(archived)
-    listed = next(pending, None)
-    for row in rows:
-        while listed is not None and listed["event_id"] < row["event_id"]:
-            yield _write_archived(out, listed)
-            listed = next(pending, None)
-        if tasks is not None and row["task_id"] not in tasks:
-            continue
-        event = EventRow.from_row(row)
-        seal = None if row["seal_event_id"] is None else SealRow.from_row(row)
-        write_line(out, export_line(event, seal, sealed.of(event.event_id)))
-        counter.step()
-        yield event.event_id, None if seal is None else seal.seal
-    while listed is not None:
-        yield _write_archived(out, listed)
-        listed = next(pending, None)
-
-
-def _write_archived(out: IO[str], listed: Row) -> tuple[int, str | None]:
-    row = ArchivedEventRow.from_row(listed)
-    write_line(out, export_archived_line(row.event_id, row.archive_event_id, row.chain, row.seal))
-    return row.event_id, row.seal
+    # An event before a listing of the same id (which only a hand-made listing can have).
+    for row in heapq.merge(rows, archived, key=lambda row: row["event_id"]):
+        if "archive_event_id" in row:
+            listed = ArchivedEventRow.from_row(row)
+            write_line(out, export_archived_line(listed))
+            yield listed.event_id, listed.seal
+        elif tasks is None or row["task_id"] in tasks:
+            event = EventRow.from_row(row)
+            seal = None if row["seal_event_id"] is None else SealRow.from_row(row)
+            write_line(out, export_line(event, seal, sealed.of(event.event_id)))
+            counter.step()
+            yield event.event_id, None if seal is None else seal.seal
 
 
 def export_log(

@@ -80,7 +80,6 @@ VERIFY_COLUMNS = (
     "pred_chain_seq",
     "pred_seal",
 )
-ORPHAN_COLUMNS = _SEAL_COLUMNS
 SEALED_ROW_COLUMNS = record_columns(SealedRow)
 ARCHIVED_COLUMNS = ("event_id", "archive_event_id", "chain", "seal")
 Item = tuple[int, EventRow | None, SealRow | None, ChainLink | None]
@@ -174,7 +173,7 @@ def verify_in(
     feed, step = verifier.feed, counter.step
     with (
         conn.stream_tuples("log_verify_rows", VERIFY_COLUMNS) as events,
-        conn.stream_tuples("log_orphan_seals", ORPHAN_COLUMNS) as orphans,
+        conn.stream_tuples("log_orphan_seals", _SEAL_COLUMNS) as orphans,
         conn.stream_tuples("all_event_seal_rows", SEALED_ROW_COLUMNS) as sealed,
         conn.stream_tuples("all_archived_events", ARCHIVED_COLUMNS) as archived,
     ):
@@ -308,8 +307,7 @@ class ChainFolds:
             if task_id is not None and key > task_id:
                 return
             fold = ChainedRowFold(key)
-            while self._next is not None and self._next["chain"] == chain:
-                row = self._next
+            while (row := self._next) is not None and row["chain"] == chain:
                 fold.add(row["event_id"], row["row_changes"], row["chained_row_digest"])
                 self._next = next(self._rows, None)
             yield fold
