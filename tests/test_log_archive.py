@@ -456,6 +456,26 @@ def test_a_row_changed_in_the_file_fails_verify_archive_offline(
     assert check_archive(succeeded_path, changed)["intact"] is False
 
 
+@pytest.mark.parametrize("row", [["a", "list"], "text", 7, None])
+def test_a_row_that_is_no_object_is_a_finding_not_a_crash(
+    succeeded_path: Path, tmp_path: Path, row: object
+) -> None:
+    output = tmp_path / "archive.jsonl"
+    archive(succeeded_path, output)
+    lines = _lines(output)
+    for line in lines:
+        if line.get("state") in {"tasks", "task_proposals"}:
+            line["row"] = row
+    changed = tmp_path / "changed.jsonl"
+    _write_lines(changed, lines)
+    report = verify_export(changed).public()
+    assert report["intact"] is False
+    assert ("STATE_MISMATCH", "tasks", "done-1") in [
+        (finding["code"], finding.get("table"), finding.get("key"))
+        for finding in report["findings"]
+    ]
+
+
 def test_a_row_removed_or_added_in_the_file_fails_verify_archive(
     succeeded_path: Path, tmp_path: Path
 ) -> None:

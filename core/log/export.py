@@ -448,7 +448,8 @@ def verify_export_lines(
                     problem = held_row_problem(tables, table, key, digest, value[ROW_FIELD])
                     if problem is not None:
                         verifier.note(Finding(STATE_MISMATCH, None, problem, table=table, key=key))
-                    bundle = value[ROW_FIELD].get("bundle_sha256")
+                    row = value[ROW_FIELD]  # not a JSON object: a finding above, not a crash
+                    bundle = row.get("bundle_sha256") if isinstance(row, Mapping) else None
                     if table == TASK_PROPOSALS and isinstance(bundle, str):
                         proposals[key] = bundle
                 state.check(verifier, table, key, digest)
