@@ -14,8 +14,8 @@ from aios_ledger.core.kinds import Between, Identifier, OneOf, Text
 from aios_ledger.core.structuring import Constraint, FieldRefused, Problem, Refusal, structure
 from aios_ledger.core.tasks.queries import MAX_LIST
 from aios_ledger.core.tasks.requests import MAX_CLAIM_BATCH, LeaseSeconds, OfferedCapabilities
+from aios_ledger.core.wal_checkpoints import SYNCHRONOUS_LEVELS
 
-SYNCHRONOUS_LEVELS = ("FULL", "NORMAL")
 MAX_SECONDS = 366 * 24 * 3600  # a year: no wait or timeout is longer (sleeps refuse infinity)
 MAX_COMMAND = 65536
 MAX_PATH = 4096

@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
+SYNCHRONOUS_LEVELS = ("FULL", "NORMAL")  # the ledger's durability levels (`--synchronous`)
 # The levels whose log is copied in rounds; FULL keeps SQLite's own (RELIABILITY.md, "WAL growth").
 ROUND_LEVELS = frozenset({"NORMAL"})
 THRESHOLD_PAGES = 1000  # SQLite's own auto-checkpoint threshold

@@ -14,7 +14,7 @@ from typing import Any
 
 import argcomplete
 from aios_ledger.core import LedgerError
-from aios_ledger.core.config import SYNCHRONOUS_LEVELS
+from aios_ledger.core.wal_checkpoints import SYNCHRONOUS_LEVELS
 from aios_ledger.shell.actors import ACTOR_ENV, process_acting_as
 from aios_ledger.shell.cli_help import CommandGroup, attach_help
 from aios_ledger.shell.cli_support import (

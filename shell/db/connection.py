@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from aios_ledger.core import LedgerError
-from aios_ledger.core.config import SYNCHRONOUS_LEVELS
+from aios_ledger.core.wal_checkpoints import SYNCHRONOUS_LEVELS
 from aios_ledger.shell.db.engines import Listener, is_database_url, registered
 from aios_ledger.shell.db.run import (
     Connection,
