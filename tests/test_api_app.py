@@ -90,6 +90,21 @@ def test_the_document_refuses_what_the_core_would_and_names_no_value() -> None:
     validators.check("HeartbeatBody", {"lease_token": "t" * 20, "lease_seconds": 5})
 
 
+def test_a_body_nested_in_another_carries_no_other_bodys_title() -> None:
+    schemas = build_document(operations(), version="test")["components"]["schemas"]
+
+    def nested_titles(value: object, depth: int = 0) -> list[str]:
+        if isinstance(value, dict):
+            own = [value["title"]] if depth and isinstance(value.get("title"), str) else []
+            return own + [t for v in value.values() for t in nested_titles(v, depth + 1)]
+        if isinstance(value, list):
+            return [t for v in value for t in nested_titles(v, depth + 1)]
+        return []
+
+    for name, schema in schemas.items():
+        assert set(nested_titles(schema)).isdisjoint(schemas), name
+
+
 @pytest.fixture
 def app(tmp_path: Path) -> Iterator[tuple[Starlette, str]]:
     path = tmp_path / "ledger.db"

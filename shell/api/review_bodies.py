@@ -57,5 +57,5 @@ def review_body_schemas() -> dict[str, Any]:
             "required": ["state"],
             "additionalProperties": False,
         },
-        "ReviewRunStopBody": _ENDING,
+        "ReviewRunStopBody": {**_ENDING},  # a copy: the document titles it, not the error above
     }
