@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from typing import NotRequired, TypedDict, cast
 
 from aios_ledger.core.git.records import GovernedWriteRow, ProposalRow, RepositoryRow, ScanChargeRow
@@ -71,7 +70,11 @@ class ScanChargeAnswer(TypedDict):
 
 
 def scan_charge_answer(row: ScanChargeRow) -> ScanChargeAnswer:
-    return cast(ScanChargeAnswer, _of_row(row._asdict(), ScanChargeAnswer.__annotations__, {}))
+    """The charge's row, by the answer's field names."""
+    columns = row._asdict()
+    return cast(
+        ScanChargeAnswer, {name: columns[name] for name in ScanChargeAnswer.__annotations__}
+    )
 
 
 class WriteAnswer(TypedDict):
@@ -93,34 +96,47 @@ class WriteAnswer(TypedDict):
     pull_request: NotRequired[JsonObject]
 
 
-def _of_row(
-    columns: Mapping[str, object], names: Iterable[str], computed: Mapping[str, object]
-) -> dict[str, object]:
-    """An answer's fields in its order, each from `computed`, else the row's column of its name;
-    an optional field found in neither is left out."""
-    found = {**columns, **computed}
-    return {name: found[name] for name in names if name in found}
-
-
 def repository_answer(row: RepositoryRow, *, idempotent: bool) -> RepositoryAnswer:
-    computed = {
+    return {
+        "name": row.name,
+        "path": row.path,
+        "head_branch": row.head_branch,
         "protected": list(row.protected()),
+        "revision": row.revision,
         "settings": row.settings().public(),
+        "remote_url": row.remote_url,
         "idempotent": idempotent,
     }
-    answer = _of_row(row._asdict(), RepositoryAnswer.__annotations__, computed)
-    return cast(RepositoryAnswer, answer)
 
 
 def proposal_answer(row: ProposalRow, *, idempotent: bool) -> ProposalAnswer:
-    computed = {
+    return {
+        "proposal_id": row.proposal_id,
+        "task_id": row.task_id,
+        "attempt": row.attempt,
+        "repository": row.repository,
+        "base_oid": row.base_oid,
+        "head_oid": row.head_oid,
+        "bundle_sha256": row.bundle_sha256,
         "changed_files": list(row.changed_files()),
         "facts": row.facts(),
+        "scan_bytes": row.scan_bytes,
+        "scan_seconds": row.scan_seconds,
         "idempotent": idempotent,
     }
-    return cast(ProposalAnswer, _of_row(row._asdict(), ProposalAnswer.__annotations__, computed))
 
 
 def write_answer(row: GovernedWriteRow, *, idempotent: bool) -> WriteAnswer:
-    computed = {"changed_files": list(row.changed_files()), "idempotent": idempotent}
-    return cast(WriteAnswer, _of_row(row._asdict(), WriteAnswer.__annotations__, computed))
+    return {
+        "task_id": row.task_id,
+        "idempotency_key": row.idempotency_key,
+        "repository": row.repository,
+        "ref": row.ref,
+        "old_oid": row.old_oid,
+        "new_oid": row.new_oid,
+        "state": row.state,
+        "code": row.code,
+        "observed_oid": row.observed_oid,
+        "changed_files": list(row.changed_files()),
+        "idempotent": idempotent,
+    }

@@ -98,7 +98,7 @@ def read_archive(lines: Iterable[bytes | str]) -> ArchiveContents:
             continue
         if "state" in value:
             row = value.get(ROW_FIELD)
-            if isinstance(row, Mapping) and (owner := _owner(value.get("state"), row)):
+            if isinstance(row, Mapping) and (owner := _owner(value.get("state"), row)) is not None:
                 if value.get("state") == TASKS:
                     task_rows[owner] = row
                 else:

@@ -192,33 +192,36 @@ class Backend:
         """Run `work` on the writer; then (`announce`) tell every server's event streams that
         the log may have grown (`events_written`)."""
         try:
-            while True:
-                self._reopen_writer_if_faulty()
-                fault = self._writer_fault
-                if fault is not None and fault.code == "DATABASE_READ_ONLY":
-                    # Refused before it is tried: SQLite may begin a write it cannot finish (on a
-                    # read-only `-wal`), which would fail as an I/O error that names no file.
-                    raise LedgerError(fault.code, fault.detail)
-                writer = self.writer
-                try:
-                    with self._write_turn:
-                        writer = self.writer
-                        self._refuse_if_closed()
-                        return work(writer)
-                except LedgerError as refused:
-                    if refused.code == "GROUP_COMMIT_STOPPED":
-                        with self._reopen_lock:  # a reopen under way has swapped the writer
-                            retired = writer is not self.writer
-                        if retired:
-                            # Its writer was retired before the work was queued: it never ran.
-                            continue
-                    if refused.code in REOPEN_CODES and writer is self.writer:
-                        self._writer_fault = refused
-                    raise
+            return self._write_retrying(work)
         finally:
             # A refusal may have sealed an event too.
             if announce:
                 self.events_written()
+
+    def _write_retrying(self, work: Callable[[Stores], T]) -> T:
+        """`work` on the writer, tried again only when a reopen retired its writer unused."""
+        while True:
+            self._reopen_writer_if_faulty()
+            fault = self._writer_fault
+            if fault is not None and fault.code == "DATABASE_READ_ONLY":
+                # Refused before it is tried: SQLite may begin a write it cannot finish (on a
+                # read-only `-wal`), which would fail as an I/O error that names no file.
+                raise LedgerError(fault.code, fault.detail)
+            writer = self.writer
+            try:
+                with self._write_turn:
+                    writer = self.writer
+                    self._refuse_if_closed()
+                    return work(writer)
+            except LedgerError as refused:
+                if refused.code == "GROUP_COMMIT_STOPPED":
+                    with self._reopen_lock:  # a reopen under way has swapped the writer
+                        retired = writer is not self.writer
+                    if retired:
+                        continue  # its writer was retired before the work was queued: never ran
+                if refused.code in REOPEN_CODES and writer is self.writer:
+                    self._writer_fault = refused
+                raise
 
     def ready_now(self) -> None:
         """Refuse, saying why, unless a write can be committed now: the writer can write, its
